@@ -1,0 +1,12 @@
+"""Registry of every block the generator knows, in dependency order."""
+
+from . import monitor
+
+BLOCKS = {b.name: b for b in (monitor.BLOCK,)}
+
+
+def get(name):
+    if name not in BLOCKS:
+        known = ", ".join(BLOCKS)
+        raise ValueError(f"block must be one of {known}, not {name!r}")
+    return BLOCKS[name]

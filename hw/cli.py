@@ -1,0 +1,120 @@
+"""``spartan``: the generator's command line (SPEC §3).
+
+Errors in what the user typed print one line on stderr and exit with status 2; nothing is
+written. Subcommands beyond ``list`` and ``generate`` are registered by later modules through
+:data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from . import blocks
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: reported in one line, exit status 2."""
+
+
+def parse_sets(block, items):
+    values = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set must be NAME=VALUE, not {item!r}")
+        values[name.strip()] = block.param(name.strip()).parse(text.strip())
+    return values
+
+
+def read_config(path):
+    """Parameters from a TOML file: top-level ``name = value`` pairs (a ``[params]`` table
+    is also accepted)."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"--config must be a readable TOML file, not {str(path)!r} ({e.strerror})")
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"--config must be a readable TOML file, not {str(path)!r} ({e})")
+    return dict(doc.get("params", doc))
+
+
+def block_values(block, config, sets):
+    values = read_config(config) if config else {}
+    values.update(parse_sets(block, sets))
+    return block.resolve(values)
+
+
+def cmd_list(args):
+    for block in blocks.BLOCKS.values():
+        print(f"{block.name}  (top {block.top}): {block.summary}")
+        for p in block.params:
+            default = str(p.default).lower() if p.kind is bool else p.default
+            print(f"    {p.name:<16} default {default!s:<8} {p.what}; {p.doc}")
+    return 0
+
+
+def cmd_generate(args):
+    from .emit import generate
+    block = blocks.get(args.block)
+    values = block_values(block, args.config, args.set)
+    for path in generate(block, values, args.output):
+        print(path)
+    return 0
+
+
+def cmd_bench(args):
+    from verif import bench
+    bench.run(args.names, quick=args.quick, json_path=args.json)
+    return 0
+
+
+def add_param_options(parser):
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="set a parameter (repeatable)")
+    parser.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="spartan", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the blocks and their parameters").set_defaults(func=cmd_list)
+    gen = sub.add_parser("generate", help="write <top>.v and <top>.json")
+    gen.add_argument("block")
+    add_param_options(gen)
+    gen.add_argument("-o", "--output", default="rtl_out", metavar="DIR")
+    gen.set_defaults(func=cmd_generate)
+    bench = sub.add_parser("bench", help="run benchmarks and print their figures")
+    bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
+    bench.add_argument("--quick", action="store_true", help="smaller runs, for CI")
+    bench.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    bench.set_defaults(func=cmd_bench)
+    for register in COMMANDS:
+        register(sub)
+    return parser
+
+
+#: Functions ``register(subparsers)`` that add more subcommands (bench, sim, waves, ...).
+COMMANDS = []
+
+
+
+
+def main(argv=None):
+    parser = build_parser()
+    # argparse's own usage errors already exit 2 with a short message.
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, ValueError, TypeError) as e:
+        print(f"spartan: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

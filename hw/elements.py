@@ -1,0 +1,31 @@
+"""Element formats shared by every block: which bit patterns count as zero, beat layouts."""
+
+from amaranth.hdl import Value
+from amaranth.lib import data
+
+__all__ = ["is_nonzero", "lanes_layout", "beat_layout"]
+
+
+def is_nonzero(element: Value, width: int, number_format: str) -> Value:
+    """1 when ``element`` is not a zero of ``number_format``.
+
+    ``int``: any bit set. ``fp``: sign-magnitude float, so +0 and -0 (only the sign bit set)
+    are both zero; the magnitude bits below the sign decide.
+    """
+    element = Value.cast(element)
+    if number_format == "fp":
+        return element[:width - 1].any()
+    return element.any()
+
+
+def lanes_layout(lanes, width):
+    """``lanes`` elements of ``width`` bits; lane ``i`` at bits ``[i*width +: width]``."""
+    return data.ArrayLayout(width, lanes)
+
+
+def beat_layout(lanes, width, *, user_width=0):
+    """Payload of a dense element stream: ``data`` lanes, ``last`` and an optional ``user``."""
+    fields = {"data": lanes_layout(lanes, width), "last": 1}
+    if user_width:
+        fields["user"] = user_width
+    return data.StructLayout(fields)

@@ -1,0 +1,106 @@
+"""Block parameters: defaults, allowed ranges and the errors for values outside them.
+
+Every error reads ``"<name> must be <what>, not <value>"``: the same sentence serves the
+Python constructor, the CLI and the manifest's documentation of the range. Checks run before
+any hardware is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Param:
+    """One generator parameter.
+
+    ``what`` completes "<name> must be ..." and doubles as the range shown by ``spartan list``.
+    ``kind`` is the Python type accepted (``int``, ``str`` or ``bool``); ``ok`` tells whether a
+    value of that type is in range.
+    """
+
+    name: str
+    default: Any
+    kind: type
+    what: str
+    doc: str
+    ok: Callable[[Any], bool]
+
+    def check(self, value):
+        """Return ``value`` if it is valid, else raise ``TypeError``/``ValueError``."""
+        # bool is an int subclass; a flag where a number is expected is a type error.
+        if not isinstance(value, self.kind) or (self.kind is int and isinstance(value, bool)):
+            raise TypeError(f"{self.name} must be {self.what}, not {value!r}")
+        if not self.ok(value):
+            raise ValueError(f"{self.name} must be {self.what}, not {value!r}")
+        return value
+
+    def parse(self, text: str):
+        """Convert command-line text to this parameter's type (then :meth:`check` it)."""
+        if self.kind is int:
+            try:
+                return self.check(int(text, 0))
+            except ValueError:
+                if _is_int_text(text):
+                    raise
+                raise ValueError(f"{self.name} must be {self.what}, not {text!r}") from None
+        if self.kind is bool:
+            lowered = text.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"{self.name} must be {self.what}, not {text!r}")
+        return self.check(text)
+
+
+def _is_int_text(text):
+    try:
+        int(text, 0)
+        return True
+    except ValueError:
+        return False
+
+
+def power_of_two(name, default, lo, hi, doc):
+    return Param(name, default, int, f"a power of two from {lo} to {hi}", doc,
+                 lambda v: lo <= v <= hi and v & (v - 1) == 0)
+
+
+def integer(name, default, lo, hi, doc):
+    return Param(name, default, int, f"an integer from {lo} to {hi}", doc,
+                 lambda v: lo <= v <= hi)
+
+
+def choice(name, default, choices, doc):
+    listed = " or ".join(repr(c) for c in choices)
+    return Param(name, default, str, f"one of {listed}", doc, lambda v: v in choices)
+
+
+def flag(name, default, doc):
+    return Param(name, default, bool, "true or false", doc, lambda v: True)
+
+
+# The parameters most blocks share, declared once so their ranges agree everywhere.
+def lanes_param(default=8):
+    return power_of_two("lanes", default, 1, 64, "elements per stream beat")
+
+
+def width_param(default=8, lo=1):
+    return integer("width", default, lo, 64, "bits per element")
+
+
+def number_format_param(default="int"):
+    return choice("number_format", default, ("int", "fp"),
+                  "element format: two's complement, or sign-magnitude float (either zero counts)")
+
+
+def resolve(params, values):
+    """Defaults overlaid with ``values``, each checked; unknown names are an error."""
+    by_name = {p.name: p for p in params}
+    for name in values:
+        if name not in by_name:
+            known = ", ".join(by_name)
+            raise ValueError(f"parameter must be one of {known}, not {name!r}")
+    return {p.name: p.check(values.get(p.name, p.default)) for p in params}

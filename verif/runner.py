@@ -1,0 +1,179 @@
+"""Build and run a block's cocotb testbench in Verilator or Icarus, one build per configuration.
+
+A configuration is (block, parameters, simulator, waves, the generator's source). Its hash
+names the build directory under ``sim_build/``; a finished build leaves a stamp and is reused by
+every later test of the same configuration (and is safe to share between pytest-xdist
+workers: a file lock serialises the first build).
+
+The testbench reads everything it needs from the environment the runner sets:
+``SPARTAN_MANIFEST`` (path of the block's manifest JSON) and ``SPARTAN_ARGS`` (a JSON object of
+test arguments chosen by the pytest side).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from . import toolchain
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM_BUILD = ROOT / "sim_build"
+ALL_SIMS = ("verilator", "icarus")
+TIMESCALE = ("1ns", "1ps")
+
+__all__ = ["run", "sims", "waves_requested", "ALL_SIMS"]
+
+
+def sims():
+    """Simulators to run: both, or the one named by ``SIM``."""
+    chosen = os.environ.get("SIM")
+    if chosen:
+        if chosen not in ALL_SIMS:
+            raise ValueError(f"SIM must be one of {', '.join(ALL_SIMS)}, not {chosen!r}")
+        return (chosen,)
+    return ALL_SIMS
+
+
+def waves_requested():
+    return os.environ.get("WAVES", "") not in ("", "0")
+
+
+def _source_digest():
+    """Hash of the generator's own source: a change to any block rebuilds every configuration."""
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "hw").glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _require(sim):
+    if sim == "icarus" and not toolchain.icarus_available():
+        if toolchain.icarus_required():
+            pytest.fail(toolchain.ICARUS_HINT + " (SPARTAN_REQUIRE_ICARUS is set)")
+        pytest.skip(toolchain.ICARUS_HINT)
+
+
+def _get_runner(sim):
+    from cocotb_tools.runner import Icarus, get_runner
+
+    if sim != "icarus":
+        return get_runner(sim)
+
+    class IcarusVcd(Icarus):
+        """Icarus writing VCD (``dump.vcd`` in the test directory) instead of FST, like
+        Verilator, so every waveform tool here reads either simulator's output."""
+
+        def _waves_file(self):
+            return "dump.vcd"
+
+        def _test_command(self):
+            cmds = super()._test_command()
+            if self.waves:
+                cmd = ["-vcd" if a == "-fst" else a for a in cmds[0]]
+                cmd.append(f"+dumpfile_path={self.test_dir / 'dump.vcd'}")
+                cmds = [cmd]
+            return cmds
+
+    return IcarusVcd()
+
+
+def build(block_name, values=None, *, sim="verilator", waves=False):
+    """Generate and compile one configuration (reused when already built).
+    Returns ``(build_dir, manifest, runner)``; the runner is ready for ``test()``."""
+    from hw import blocks
+    from hw.emit import elaborate, manifest, to_verilog
+
+    toolchain.apply_sim_env()
+    block = blocks.get(block_name)
+    params = block.resolve(values)
+    key = json.dumps({"block": block_name, "params": params, "sim": sim, "waves": bool(waves),
+                      "src": _source_digest()}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    build_dir = SIM_BUILD / block_name / f"{sim}-{digest}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp = build_dir / "generated.stamp"
+    verilog_path = build_dir / f"{block.top}.v"
+    runner = _get_runner(sim)
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists():
+            _, inner, top = elaborate(block, params)
+            verilog_path.write_text(to_verilog(top, block.top))
+            doc, _ = manifest(block, params, inner, top)
+            (build_dir / f"{block.top}.json").write_text(json.dumps(doc, indent=2))
+            stamp.write_text(key)
+        # Incremental: Verilator skips identical inputs and make has nothing to do; Icarus
+        # compares the Verilog's timestamp with its output. Either way, well under a second.
+        build_args = list(toolchain.VERILATOR_WAIVERS) if sim == "verilator" else []
+        runner.build(sources=[verilog_path], hdl_toplevel=block.top, build_dir=build_dir,
+                     build_args=build_args, timescale=TIMESCALE, waves=waves, always=False,
+                     log_file=build_dir / "build.log")
+    return build_dir, json.loads((build_dir / f"{block.top}.json").read_text()), runner
+
+
+def run(block_name, tb_module, values=None, *, sim="verilator", name="run", testcase=None,
+        seed=None, waves=None, args=None):
+    """Run ``tb_module``'s cocotb tests on one configuration; fail the calling pytest test if
+    any cocotb test fails. Returns the test directory (``dump.vcd`` is there with waves)."""
+    from cocotb_tools.runner import get_results
+
+    _require(sim)
+    waves = waves_requested() if waves is None else waves
+    build_dir, doc, runner = build(block_name, values, sim=sim, waves=waves)
+    test_dir = build_dir / "runs" / name
+    test_dir.mkdir(parents=True, exist_ok=True)
+    env = {"SPARTAN_MANIFEST": str(build_dir / f"{doc['top']}.json"),
+           "SPARTAN_ARGS": json.dumps(args or {})}
+    log = test_dir / "sim.log"
+    # Outside pytest's view, cocotb's runner returns the results instead of calling
+    # sys.exit() on a failure, so the failure below can quote the simulation log.
+    current = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        results = runner.test(test_module=tb_module, hdl_toplevel=doc["top"],
+                              build_dir=build_dir, test_dir=test_dir, testcase=testcase,
+                              seed=seed, waves=waves, extra_env=env, timescale=TIMESCALE,
+                              results_xml=str(test_dir / "results.xml"), log_file=log)
+        total, failed = get_results(results)
+    except (SystemExit, RuntimeError) as e:
+        raise AssertionError(f"simulation of {tb_module} ({sim}) did not finish ({e}):\n"
+                             + _tail(log)) from None
+    finally:
+        if current is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = current
+    assert total > 0, f"no cocotb test ran from {tb_module}"
+    assert failed == 0, (f"{failed} of {total} cocotb tests failed in {tb_module} ({sim}), "
+                         f"log {log}:\n" + _tail(log))
+    return test_dir
+
+
+def _tail(path, lines=80):
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def main(argv=None):
+    """``python -m verif.runner waves BLOCK``: run the block's testbench (``random_traffic``)
+    in Verilator with waves on and print where the VCD is (``make waves``)."""
+    import sys
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "waves":
+        print("usage: python -m verif.runner waves BLOCK", file=sys.stderr)
+        return 2
+    block = argv[1]
+    test_dir = run(block, f"verif.tb_{block}", None, sim="verilator", name="waves", waves=True,
+                   testcase="random_traffic", args={"tiles": 12})
+    print(f"waves: {test_dir / 'dump.vcd'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

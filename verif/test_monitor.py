@@ -1,0 +1,145 @@
+"""Sparsity monitor: parameter checks, amaranth.sim unit tests, and the cocotb testbench in
+Verilator and Icarus over a covering set of configurations."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Shape
+
+from golden.formats import random_elements
+from golden.monitor import tile_stats
+from hw.monitor import BLOCK, SparsityMonitor
+from verif import runner
+from verif.amsim import get_stream, put_stream, simulate
+
+# lanes {1,4,8,16} x width {8,16,32} x both formats, covered pairwise rather than in full.
+CONFIGS = [
+    dict(lanes=1, width=8, number_format="int", max_tile_elems=300),
+    dict(lanes=4, width=16, number_format="fp", max_tile_elems=1000),
+    dict(lanes=8, width=8, number_format="int"),  # the defaults, max_tile_elems 65536
+    dict(lanes=16, width=32, number_format="fp", max_tile_elems=4096),
+    dict(lanes=8, width=32, number_format="int", max_tile_elems=250),
+    dict(lanes=16, width=16, number_format="int", max_tile_elems=2048),
+    dict(lanes=4, width=8, number_format="fp", max_tile_elems=64),
+]
+
+
+def _id(config):
+    return "-".join(f"{k[0]}{v}" if k != "number_format" else v for k, v in config.items())
+
+
+# --- parameters -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(lanes=3), ValueError, "lanes must be a power of two from 1 to 64, not 3"),
+    (dict(lanes=128), ValueError, "lanes must be a power of two from 1 to 64, not 128"),
+    (dict(lanes="8"), TypeError, "lanes must be a power of two from 1 to 64, not '8'"),
+    (dict(lanes=True), TypeError, "lanes must be a power of two from 1 to 64, not True"),
+    (dict(width=0), ValueError, "width must be an integer from 1 to 64, not 0"),
+    (dict(width=65), ValueError, "width must be an integer from 1 to 64, not 65"),
+    (dict(number_format="bf16"), ValueError, "number_format must be one of 'int' or 'fp', not 'bf16'"),
+    (dict(number_format="fp", width=1), ValueError,
+     "width must be at least 2 for number_format 'fp', not 1"),
+    (dict(max_tile_elems=0), ValueError, "max_tile_elems must be an integer from 1 to 4294967296, not 0"),
+])
+def test_bad_parameters(kwargs, error, message):
+    with pytest.raises(error) as info:
+        SparsityMonitor(**kwargs)
+    assert str(info.value) == message
+
+
+def test_properties():
+    monitor = SparsityMonitor(lanes=4, width=16, number_format="fp", max_tile_elems=100)
+    assert (monitor.lanes, monitor.width, monitor.number_format, monitor.max_tile_elems) == \
+        (4, 16, "fp", 100)
+    with pytest.raises(AttributeError):
+        monitor.lanes = 8
+
+
+def test_stats_width_holds_max_tile():
+    for lanes, max_elems in ((1, 1), (8, 65536), (16, 1000), (64, 2 ** 32)):
+        layout = BLOCK.build(lanes=lanes, width=8, number_format="int",
+                             max_tile_elems=max_elems).m_axis_stats.payload.shape()["data"].shape
+        assert (1 << Shape.cast(layout["nnz"].shape).width) - 1 >= max_elems
+        assert (1 << Shape.cast(layout["zero_beats"].shape).width) - 1 >= -(-max_elems // lanes)
+
+
+# --- amaranth.sim: the component before Verilog --------------------------------------------
+
+@pytest.mark.parametrize("config", CONFIGS[:4], ids=_id)
+def test_amaranth_sim(config):
+    rng = random.Random(1)
+    np_rng = np.random.default_rng(1)
+    dut = SparsityMonitor(**config)
+    lanes, width, fmt = config["lanes"], config["width"], config["number_format"]
+    tiles = [random_elements(np_rng, (rng.randint(1, 6), lanes), width, rng.random(), fmt)
+             for _ in range(12)]
+    beats = [{"data": [int(x) for x in row], "last": int(i == len(t) - 1)}
+             for t in tiles for i, row in enumerate(t)]
+    threshold = 77
+    result = {}
+
+    async def source(ctx):
+        ctx.set(dut.threshold, threshold)
+        await put_stream(ctx, dut.s_axis, beats, rng)
+
+    async def data_sink(ctx):
+        result["data"] = await get_stream(ctx, dut.m_axis, len(beats), rng)
+
+    async def stats_sink(ctx):
+        result["stats"] = await get_stream(ctx, dut.m_axis_stats, len(tiles), rng, 0.6)
+
+    simulate(dut, source, data_sink, stats_sink)
+    assert [{"data": list(b.data), "last": b.last} for b in result["data"]] == beats
+    got = [(s.data.nnz, s.data.elems, s.data.zero_beats, s.data.sparse) for s in result["stats"]]
+    want = []
+    for t in tiles:
+        s = tile_stats(t, threshold, width=width, number_format=fmt,
+                       max_tile_elems=config.get("max_tile_elems", 65536))
+        want.append((s.nnz, s.elems, s.zero_beats, s.sparse))
+    assert got == want
+
+
+# --- cocotb in Verilator and Icarus --------------------------------------------------------
+
+@pytest.mark.parametrize("sim", runner.sims())
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_monitor(config, sim):
+    max_elems = config.get("max_tile_elems", 65536)
+    # Tiles longer than max_tile_elems saturate the counters; worth the cycles when short.
+    overflow = max_elems <= 4096
+    runner.run("monitor", "verif.tb_monitor", config, sim=sim, name="regression",
+               args={"tiles": 40, "max_beats": 16, "overflow": overflow})
+
+
+# --- the waveform: "never throttles", checked cycle by cycle --------------------------------
+
+@pytest.mark.parametrize("sim", runner.sims())
+def test_never_throttles_in_waveform(sim):
+    """From the VCD: ``s_axis_tready`` is high in every cycle where ``m_axis_tready`` is high
+    and the statistics output has room. Room is reconstructed from the ports alone: records
+    waiting = tiles whose last beat went in - records taken from ``m_axis_stats``."""
+    from verif.vcd import sample_at_rising_edges
+
+    config = dict(lanes=4, width=8, number_format="int", max_tile_elems=256)
+    test_dir = runner.run("monitor", "verif.tb_monitor", config, sim=sim, name="vcd",
+                          waves=True, testcase=["random_traffic", "stats_held"],
+                          args={"tiles": 60, "max_beats": 6})
+    names = ["s_axis_tvalid", "s_axis_tready", "s_axis_tlast", "m_axis_tready",
+             "m_axis_stats_tvalid", "m_axis_stats_tready", "rst"]
+    w = sample_at_rising_edges(test_dir / "dump.vcd", names)
+    depth = 2  # hw.monitor.STATS_DEPTH, as the manifest states it
+    waiting, checked, full = 0, 0, 0
+    for k in range(len(w["_edges"])):
+        v = {n: w[n][k] for n in names}
+        if v["rst"] != 0:
+            waiting = 0
+            continue
+        if v["m_axis_tready"] and waiting < depth:
+            checked += 1
+            assert v["s_axis_tready"] == 1, f"s_axis throttled at {w['_edges'][k]} ps"
+        full += waiting >= depth
+        waiting += bool(v["s_axis_tvalid"] and v["s_axis_tready"] and v["s_axis_tlast"])
+        waiting -= bool(v["m_axis_stats_tvalid"] and v["m_axis_stats_tready"])
+    assert checked > 200 and full > 10, (checked, full)
