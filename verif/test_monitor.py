@@ -8,7 +8,7 @@ import pytest
 from amaranth.hdl import Shape
 
 from golden.formats import random_elements
-from golden.monitor import tile_stats
+from golden.monitor import TileStats, tile_stats
 from hw.monitor import BLOCK, SparsityMonitor
 from verif import runner
 from verif.amsim import get_stream, put_stream, simulate
@@ -63,6 +63,25 @@ def test_stats_width_holds_max_tile():
                              max_tile_elems=max_elems).m_axis_stats.payload.shape()["data"].shape
         assert (1 << Shape.cast(layout["nnz"].shape).width) - 1 >= max_elems
         assert (1 << Shape.cast(layout["zero_beats"].shape).width) - 1 >= -(-max_elems // lanes)
+
+
+# --- golden model, on cases worked out by hand from SPEC §4.1 ------------------------------
+
+def test_golden_hand_worked():
+    tile = [[0, 1, 0, 0], [0, 0, 0, 0], [5, 5, 5, 5]]
+    # nnz 5, elems 12: 5*256 = 1280 <= 107*12 = 1284 -> sparse; 106*12 = 1272 -> dense.
+    assert tile_stats(tile, 107, width=8, number_format="int") == TileStats(5, 12, 1, 1)
+    assert tile_stats(tile, 106, width=8, number_format="int") == TileStats(5, 12, 1, 0)
+    # fp16: -0.0 (0x8000) and +0.0 are zero, 0x8001 (a negative subnormal) is not.
+    assert tile_stats([[0x8000, 0x0000, 0x8001, 0x3C00]], 0, width=16,
+                      number_format="fp") == TileStats(2, 4, 0, 0)
+    # int: 0x8000 is a nonzero integer.
+    assert tile_stats([[0x8000, 0, 0, 0]], 255, width=16, number_format="int").nnz == 1
+    # Threshold 0: sparse only when there is no nonzero at all.
+    assert tile_stats([[0, 0]], 0, width=8, number_format="int").sparse == 1
+    # max_tile_elems 10, lanes 4: counts are 4 bits (<= 15), zero_beats 2 bits (<= 3).
+    assert tile_stats(np.zeros((5, 4)), 0, width=8, number_format="int",
+                      max_tile_elems=10) == TileStats(0, 15, 3, 1)
 
 
 # --- amaranth.sim: the component before Verilog --------------------------------------------
