@@ -9,14 +9,17 @@ JOBS     ?= 2
 RTL_DIR  ?= rtl_out
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help venv rtl test test-fast lint waves bench bench-quick clean distclean
+.PHONY: help venv rtl test test-fast lint waves waves-docs bench bench-quick synth traces clean distclean
 
 help:
 	@echo "make rtl     generate every block's Verilog + manifest into $(RTL_DIR)/"
 	@echo "make test    the whole regression (Verilator and Icarus)"
 	@echo "make lint    verilator --lint-only -Wall on every generated top"
-	@echo "make waves   run the monitor testbench with waves on and print where they are"
+	@echo "make waves   spartan sim BLOCK (default monitor): waves/BLOCK/dump.vcd + .gtkw"
+	@echo "make waves-docs  redraw docs/img/waves_<block>.png for every block"
 	@echo "make bench   run every benchmark (make bench-quick: the CI-sized run)"
+	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5) of every block: docs/synth.md"
+	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make clean   remove generated Verilog and simulation builds (distclean: and .venv)"
 
 $(STAMP): pyproject.toml
@@ -42,14 +45,43 @@ test-fast: $(STAMP)
 lint: rtl
 	$(BIN)/python -m verif.lint $(RTL_DIR)/*.v
 
+BLOCK ?= monitor
 waves: $(STAMP)
-	$(BIN)/python -m verif.runner waves monitor
+	$(BIN)/spartan sim $(BLOCK)
+
+# The pictures of docs/waveforms.md: each block's standard stimulus, fixed seed, the busiest
+# 48 cycles.
+waves-docs: $(STAMP)
+	@for block in $$($(BIN)/python -c 'from hw.blocks import BLOCKS; print(*BLOCKS)'); do \
+		$(BIN)/spartan sim $$block --seed 1 --cycles 2000 -o waves/$$block > /dev/null \
+			&& $(BIN)/spartan waves waves/$$block/dump.vcd --busiest -o docs/img/waves_$$block.png \
+			|| exit 1; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/spartan bench --json bench.json
 
 bench-quick: $(STAMP)
 	$(BIN)/spartan bench --quick --json bench.json
+
+# Synthesis: slow (minutes per block), never part of `make test`. YoWASP's compiled-tool
+# cache stays inside the tree (.cache/, ignored).
+SYNTH_STAMP := $(VENV)/.installed-synth
+$(SYNTH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[synth]'
+	touch $@
+
+synth: $(SYNTH_STAMP)
+	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp XDG_CACHE_HOME=$(CURDIR)/.cache \
+		nice -n 19 $(BIN)/python -m verif.synth
+
+TRACES_STAMP := $(VENV)/.installed-traces
+$(TRACES_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[traces]'
+	touch $@
+
+traces: $(TRACES_STAMP)
+	$(BIN)/python -m verif.capture_traces
 
 clean:
 	rm -rf sim_build .pytest_cache bench.json

@@ -1,8 +1,9 @@
 """Registry of every block the generator knows, in dependency order."""
 
-from . import monitor
+from . import compactor, core, expander, gemm, monitor
 
-BLOCKS = {b.name: b for b in (monitor.BLOCK,)}
+BLOCKS = {b.name: b for b in (monitor.BLOCK, compactor.BLOCK, expander.BLOCK, gemm.BLOCK,
+                                     core.BLOCK)}
 
 
 def get(name):

@@ -70,8 +70,28 @@ def cmd_generate(args):
 
 def cmd_bench(args):
     from verif import bench
-    bench.run(args.names, quick=args.quick, json_path=args.json)
+    bench.run(args.names, quick=args.quick, json_path=args.json, report_path=args.report)
     return 0
+
+
+def cmd_estimate(args):
+    import json
+    from golden import estimate, traces
+    from golden.gemm import GemmTiming
+    timing = GemmTiming.of(block_values(blocks.get("gemm"), args.config, args.set))
+    opts = estimate.Options(timing, rows=args.rows, threshold=args.threshold)
+    layers = estimate.estimate_trace(traces.load(args.file), opts)
+    print(estimate.format_report(layers, opts, f"estimate: {args.file}"))
+    if args.json:
+        doc = {"file": args.file, "layers": [layer.as_dict() for layer in layers],
+               "total": estimate.totals(layers)}
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+def number(text):
+    """An integer in any base Python reads (``240``, ``0xf0``)."""
+    return int(text, 0)
 
 
 def add_param_options(parser):
@@ -93,7 +113,20 @@ def build_parser():
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     bench.add_argument("--quick", action="store_true", help="smaller runs, for CI")
     bench.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    bench.add_argument("--report", metavar="FILE.md", help="also write the Markdown report and "
+                       "its plots (default: docs/results.md after a full run of every benchmark)")
     bench.set_defaults(func=cmd_bench)
+    est = sub.add_parser("estimate", help="per-layer speedup estimates from an activation trace")
+    est.add_argument("file", metavar="FILE.npz", help="trace in golden/traces.py's layout")
+    add_param_options(est)  # GEMM parameters (spartan list)
+    est.add_argument("--rows", type=int, default=64, help="rows per A tile (default 64)")
+    est.add_argument("--threshold", type=number, default=0xF0,
+                     help="THRESHOLD register: sparse iff density <= T/256 (default 0xf0)")
+    est.add_argument("--json", metavar="OUT", help="also write the estimates as JSON")
+    est.set_defaults(func=cmd_estimate)
+    from verif import sim, waves  # light imports: simulators and matplotlib load on use
+    sim.add_parser(sub)
+    waves.add_parser(sub)
     for register in COMMANDS:
         register(sub)
     return parser

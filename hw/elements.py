@@ -3,7 +3,7 @@
 from amaranth.hdl import Value
 from amaranth.lib import data
 
-__all__ = ["is_nonzero", "lanes_layout", "beat_layout"]
+__all__ = ["is_nonzero", "lanes_layout", "beat_layout", "tree_sum"]
 
 
 def is_nonzero(element: Value, width: int, number_format: str) -> Value:
@@ -29,3 +29,15 @@ def beat_layout(lanes, width, *, user_width=0):
     if user_width:
         fields["user"] = user_width
     return data.StructLayout(fields)
+
+
+def tree_sum(values):
+    """Sum as a balanced adder tree (log depth; a chain would be ``len(values)`` adders deep).
+    Used for popcounts of per-lane flags and for reductions across lanes."""
+    values = list(values)
+    while len(values) > 1:
+        paired = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
+        if len(values) % 2:
+            paired.append(values[-1])
+        values = paired
+    return values[0]

@@ -9,11 +9,12 @@ Data path
 Statistics path
     Per beat: the number of nonzero lanes (a popcount of the per-lane zero test) and whether
     the beat is all zero. Per tile, saturating accumulators of ``nnz``, ``elems`` and
-    ``zero_beats``; on the last beat the totals and the tile's threshold (sampled on its first
-    beat) enter a 2-entry FIFO. ``sparse`` is computed at the FIFO's output, so the multiply
-    sits between a register and the port. A record is on ``m_axis_stats`` one cycle after the
-    tile's last beat transfers. Two records may wait before the data path is held, which
-    gives a consumer of ``m_axis_stats`` a tile's time to react.
+    ``zero_beats``, and of ``threshold * elems`` (adding ``threshold * lanes``, a shift, per
+    beat: no multiplier). On the last beat the totals are registered; the next cycle decides
+    ``sparse`` (a compare of registers) and writes the record into a FIFO. A record is on
+    ``m_axis_stats`` two cycles after the tile's last beat transfers. Two records may wait
+    (FIFO plus the closing register) before a last beat is held, which gives a consumer of
+    ``m_axis_stats`` a tile's time to react.
 
 Counter width ``w = bit_length(max_tile_elems)``: exact for tiles up to ``2**w - 1``
 elements; beyond that the counters saturate at ``2**w - 1`` (documented in docs/monitor.md).
@@ -25,7 +26,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
-from .elements import beat_layout, is_nonzero
+from .elements import beat_layout, is_nonzero, tree_sum
 
 __all__ = ["SparsityMonitor", "BLOCK", "STATS_DEPTH"]
 
@@ -99,15 +100,18 @@ class SparsityMonitor(wiring.Component):
         count_w = Shape.cast(layout["nnz"].shape).width
         beats_w = Shape.cast(layout["zero_beats"].shape).width
 
-        record = data.StructLayout({"nnz": count_w, "elems": count_w, "zero_beats": beats_w,
-                                    "threshold": 8})
-        m.submodules.stats_fifo = stats_fifo = fifo.SyncFIFO(
-            width=record.size, depth=STATS_DEPTH)
+        m.submodules.stats_fifo = stats_fifo = fifo.SyncFIFO(width=layout.size,
+                                                             depth=STATS_DEPTH)
+        # A finished tile's totals wait one cycle in ``closing`` before the FIFO: ``sparse`` is
+        # a compare of registers there, so no long path reaches the FIFO or the ports.
+        closing = Signal()
+        closing_nnz, closing_thr_elems = Signal(count_w), Signal(count_w + 8)
+        closing_rest = Signal(data.StructLayout({"elems": count_w, "zero_beats": beats_w}))
 
         src, dst = self.s_axis, self.m_axis
         last = src.payload.last
         m.d.comb += [
-            self.stats_room.eq(stats_fifo.w_rdy),
+            self.stats_room.eq(stats_fifo.level + closing < STATS_DEPTH),
             dst.payload.eq(src.payload),
             dst.valid.eq(src.valid & (~last | self.stats_room)),
             src.ready.eq(dst.ready & (~last | self.stats_room)),
@@ -119,7 +123,7 @@ class SparsityMonitor(wiring.Component):
         nonzero = [is_nonzero(src.payload.data[i], self._width, self._number_format)
                    for i in range(self._lanes)]
         beat_nnz = Signal(range(self._lanes + 1))
-        m.d.comb += beat_nnz.eq(_popcount(nonzero))
+        m.d.comb += beat_nnz.eq(tree_sum(nonzero))
         beat_zero = Signal()
         m.d.comb += beat_zero.eq(beat_nnz == 0)
 
@@ -129,53 +133,52 @@ class SparsityMonitor(wiring.Component):
         zero_beats = Signal(beats_w)
         tile_threshold = Signal(8)
         first = Signal(init=1)
+        # threshold * elems, accumulated by adding threshold * lanes (a shift) per beat: no
+        # multiplier. Exact while elems is; once elems saturates, threshold * (2**w - 1).
+        thr_elems = Signal(count_w + 8)
 
         nnz_next = _saturating_add(nnz, beat_nnz, count_w)
+        elems_total = elems + self._lanes
         elems_next = _saturating_add(elems, self._lanes, count_w)
         zero_beats_next = _saturating_add(zero_beats, beat_zero, beats_w)
         threshold_now = Mux(first, self.threshold, tile_threshold)
+        thr_elems_next = (thr_elems + (threshold_now << (self._lanes.bit_length() - 1)))[:count_w + 8]
+        saturated = elems_total[count_w:].any()
+        thr_elems_saturated = Signal(count_w + 8)  # threshold * (2**w - 1)
+        m.d.comb += thr_elems_saturated.eq((threshold_now << count_w) - threshold_now)
+        thr_elems_final = Mux(saturated, thr_elems_saturated, thr_elems_next)
 
-        entry = Signal(record)
-        m.d.comb += [
-            entry.nnz.eq(nnz_next),
-            entry.elems.eq(elems_next),
-            entry.zero_beats.eq(zero_beats_next),
-            entry.threshold.eq(threshold_now),
-            stats_fifo.w_data.eq(entry),
-            stats_fifo.w_en.eq(transfer & last),
-        ]
         with m.If(transfer):
             with m.If(last):
-                m.d.sync += [nnz.eq(0), elems.eq(0), zero_beats.eq(0), first.eq(1)]
+                m.d.sync += [nnz.eq(0), elems.eq(0), zero_beats.eq(0), thr_elems.eq(0),
+                             first.eq(1)]
             with m.Else():
                 m.d.sync += [nnz.eq(nnz_next), elems.eq(elems_next),
                              zero_beats.eq(zero_beats_next), first.eq(0),
-                             tile_threshold.eq(threshold_now)]
+                             tile_threshold.eq(threshold_now), thr_elems.eq(thr_elems_next)]
+        m.d.sync += closing.eq(transfer & last)
+        with m.If(transfer & last):
+            m.d.sync += [closing_nnz.eq(nnz_next), closing_thr_elems.eq(thr_elems_final),
+                         closing_rest.elems.eq(elems_next),
+                         closing_rest.zero_beats.eq(zero_beats_next)]
 
-        # Output: the record, with ``sparse`` decided from registered values.
-        out = Signal(record)
+        entry = Signal(layout)
+        m.d.comb += [
+            entry.nnz.eq(closing_nnz),
+            entry.elems.eq(closing_rest.elems),
+            entry.zero_beats.eq(closing_rest.zero_beats),
+            entry.sparse.eq((closing_nnz << 8) <= closing_thr_elems),
+            stats_fifo.w_data.eq(entry),
+            stats_fifo.w_en.eq(closing),
+        ]
+
         stats = self.m_axis_stats
         m.d.comb += [
-            out.eq(stats_fifo.r_data),
-            stats.payload.data.nnz.eq(out.nnz),
-            stats.payload.data.elems.eq(out.elems),
-            stats.payload.data.zero_beats.eq(out.zero_beats),
-            stats.payload.data.sparse.eq((out.nnz << 8) <= out.threshold * out.elems),
+            stats.payload.data.eq(stats_fifo.r_data),
             stats.valid.eq(stats_fifo.r_rdy),
             stats_fifo.r_en.eq(stats.ready),
         ]
         return m
-
-
-def _popcount(bits):
-    """Balanced adder tree over single bits (a chain would be ``lanes`` adders deep)."""
-    values = list(bits)
-    while len(values) > 1:
-        paired = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
-        if len(values) % 2:
-            paired.append(values[-1])
-        values = paired
-    return values[0]
 
 
 def _saturating_add(acc, inc, width):
@@ -185,7 +188,7 @@ def _saturating_add(acc, inc, width):
 
 def _info(monitor):
     return {"latency_cycles": 0, "throughput_beats_per_cycle": 1.0,
-            "stats_latency_cycles": 1, "stats_buffer_records": STATS_DEPTH}
+            "stats_latency_cycles": 2, "stats_buffer_records": STATS_DEPTH}
 
 
 BLOCK = Block(

@@ -193,11 +193,19 @@ class Bench:
         self.cycle = 0
         Clock(dut.clk, CLOCK_NS, unit="ns").start()
         cocotb.start_soon(self._count())
+        limit = test_args().get("max_cycles")
+        if limit:  # ``spartan sim --cycles N``: cut any testbench's stimulus after N cycles
+            cocotb.start_soon(self._end_after(int(limit)))
 
     async def _count(self):
         while True:
             await RisingEdge(self.clk)
             self.cycle += 1
+
+    async def _end_after(self, cycles):
+        while self.cycle < cycles:
+            await RisingEdge(self.clk)
+        cocotb.end_test(f"stopped after {cycles} cycles (max_cycles)")
 
     def source(self, name, **kwargs):
         """A started :class:`AxisSource` on port ``name``, stamped with this bench's cycles."""

@@ -20,6 +20,10 @@ from pathlib import Path
 #: name -> module; add a line when a block gets a benchmark.
 BENCHES = {
     "monitor": "verif.bench_monitor",
+    "compactor": "verif.bench_compactor",
+    "gemm": "verif.bench_gemm",
+    "core": "verif.bench_core",
+    "estimate": "verif.bench_estimate",
 }
 
 
@@ -27,17 +31,34 @@ def names():
     return list(BENCHES)
 
 
-def run(selected=None, quick=False, json_path=None, echo=print):
+def module(name):
+    return importlib.import_module(BENCHES[name])
+
+
+def run(selected=None, quick=False, json_path=None, echo=None, report_path=None):
+    """Run the benchmarks (all by default) with a progress bar, print each report, write the
+    figures as JSON (``json_path``) and the Markdown report with its plots (``report_path``;
+    by default docs/results.md when every benchmark ran at full size, as ``make bench`` does)."""
+    from tqdm import tqdm
     selected = list(selected or BENCHES)
     for name in selected:
         if name not in BENCHES:
             raise ValueError(f"benchmark must be one of {', '.join(BENCHES)}, not {name!r}")
+    echo = echo or tqdm.write
     results = {}
-    for name in selected:
-        module = importlib.import_module(BENCHES[name])
-        figures = module.run(quick=quick)
-        results[name] = figures
-        echo(module.report(figures))
+    with tqdm(selected, desc="bench", unit="bench") as bar:
+        for name in bar:
+            bar.set_postfix_str(name)
+            figures = module(name).run(quick=quick)
+            results[name] = figures
+            echo(module(name).report(figures))
     if json_path:
         Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
+    if report_path is None and not quick and selected == list(BENCHES):
+        from verif.report import ROOT
+        report_path = ROOT / "docs" / "results.md"
+    if report_path:
+        from verif import report
+        for path in report.write(results, report_path):
+            echo(f"wrote {path}")
     return results

@@ -44,12 +44,31 @@ def waves_requested():
     return os.environ.get("WAVES", "") not in ("", "0")
 
 
-def _source_digest():
-    """Hash of the generator's own source: a change to any block rebuilds every configuration."""
+def _hw_dependencies(module):
+    """``hw`` modules that ``module`` (a name in ``hw``) imports, directly or not."""
+    import ast
+    seen, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        tree = ast.parse((ROOT / "hw" / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = [node.module] if node.module else [a.name for a in node.names]
+                todo += [t for t in targets if (ROOT / "hw" / f"{t}.py").exists()]
+    return seen
+
+
+def _source_digest(block):
+    """Hash of the generator source this block's Verilog depends on (its module, what that
+    imports within ``hw``, and the emitter): editing one block rebuilds only its users."""
+    module = block.build.__module__.rpartition(".")[2]
     h = hashlib.sha256()
-    for path in sorted((ROOT / "hw").glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
+    for name in sorted(_hw_dependencies(module) | _hw_dependencies("emit")):
+        h.update(name.encode())
+        h.update((ROOT / "hw" / f"{name}.py").read_bytes())
     return h.hexdigest()
 
 
@@ -94,7 +113,7 @@ def build(block_name, values=None, *, sim="verilator", waves=False):
     block = blocks.get(block_name)
     params = block.resolve(values)
     key = json.dumps({"block": block_name, "params": params, "sim": sim, "waves": bool(waves),
-                      "src": _source_digest()}, sort_keys=True)
+                      "src": _source_digest(block)}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     build_dir = SIM_BUILD / block_name / f"{sim}-{digest}"
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -119,14 +138,15 @@ def build(block_name, values=None, *, sim="verilator", waves=False):
 
 
 def run(block_name, tb_module, values=None, *, sim="verilator", name="run", testcase=None,
-        seed=None, waves=None, args=None):
+        seed=None, waves=None, args=None, built=None):
     """Run ``tb_module``'s cocotb tests on one configuration; fail the calling pytest test if
-    any cocotb test fails. Returns the test directory (``dump.vcd`` is there with waves)."""
+    any cocotb test fails. Returns the test directory (``dump.vcd`` is there with waves).
+    ``built``: the result of :func:`build` for this configuration, when the caller has it."""
     from cocotb_tools.runner import get_results
 
     _require(sim)
     waves = waves_requested() if waves is None else waves
-    build_dir, doc, runner = build(block_name, values, sim=sim, waves=waves)
+    build_dir, doc, runner = built or build(block_name, values, sim=sim, waves=waves)
     test_dir = build_dir / "runs" / name
     test_dir.mkdir(parents=True, exist_ok=True)
     env = {"SPARTAN_MANIFEST": str(build_dir / f"{doc['top']}.json"),

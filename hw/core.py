@@ -1,0 +1,327 @@
+"""Spartan core (SPEC §4.5): monitor -> compactor -> sparse GEMM, adaptive per tile, with an
+AXI4-Lite register interface.
+
+Data path
+    ``s_axis_a`` (dense ``A`` rows of ``k`` elements) passes through the sparsity monitor
+    (:mod:`hw.monitor`, latency 0) into the compactor (:mod:`hw.compactor`), whose per-tile
+    ``tuser`` bit selects dense bypass (all-ones masks, rows unchanged) or ZVC; its mask and
+    data streams feed the GEMM (:mod:`hw.gemm`), whose ``C`` is ``m_axis_c``. ``s_axis_b`` goes
+    straight to the GEMM's weight buffer. The blocks are instantiated, not copied.
+
+Per-tile decision (the paper's policy, SPEC §4.5)
+    Tiles are numbered from 0 after each ``CTRL.PASS_START``. A density table (``table_depth``
+    entries of the monitor's ``nnz`` and ``elems``, plus a valid bit) remembers each tile index
+    from the last pass that saw it; entry ``TABLE_BASE + t`` serves tile ``t``. Tile ``t`` is
+    processed sparse iff ``MODE`` is 2 (force sparse), or ``MODE`` is 0 (auto) and its entry is
+    valid and ``nnz*256 <= THRESHOLD*elems``; otherwise dense (``MODE`` 1 forces dense; 3 is
+    reserved and behaves as 1). The decision for the next tile is recomputed every cycle into a
+    register, so a change of ``MODE``/``THRESHOLD`` applies to tiles starting one cycle after
+    the write. When the monitor reports tile ``t``, its entry is overwritten. Tiles whose entry
+    would lie beyond the table are processed by the rule with no history (dense in auto mode)
+    and not recorded.
+
+Counters (32 bits, saturating, zeroed by reset and ``CTRL.CLEAR``)
+    ``CYCLES`` every clock; ``BUSY_CYCLES`` cycles with a tile in flight (after its first
+    ``A`` beat's transfer, up to and including the cycle of its last ``C`` beat's transfer);
+    ``STALL_CYCLES`` cycles a GEMM pass was ready but waited for ``m_axis_c`` (the GEMM's
+    ``stat_stall``); ``TILES_DENSE``/``TILES_SPARSE`` tiles whose last ``C`` beat left, by
+    mode; ``ROWS_EMPTY`` ``A`` rows (``k/lanes`` beats) without a nonzero, counted at the
+    input in either mode; ``MACS_DONE`` ``popcount(mask)*n`` per row entering the GEMM (a dense
+    row ``k*n``); ``MACS_SKIPPED`` ``(k - popcount(mask))*n`` per row, so their sum is
+    ``rows*k*n``; ``CONFLICT_CYCLES`` the GEMM's weight-bank conflict cycles; ``ZERO_BEATS``
+    and ``TILES_BELOW`` the monitor's all-zero beats and tiles it found at or below
+    ``THRESHOLD`` (those run sparse in the next pass, in auto mode).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from . import params as P
+from .axil import AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members
+from .block import Block
+from .compactor import MAX_COLS, Compactor
+from .elements import beat_layout, is_nonzero, tree_sum
+from .gemm import PARAMS as GEMM_PARAMS
+from .gemm import SparseGemm
+from .gemm import _check as gemm_check
+from .monitor import SparsityMonitor, stats_layout
+
+__all__ = ["SpartanCore", "BLOCK", "ID_VALUE", "REGISTER_MAP", "register_map", "MODES",
+           "TILES_IN_FLIGHT"]
+
+#: ``ID`` register: "SP" (0x5350), block 0x01 (core), version 0x01.
+ID_VALUE = 0x5350_0101
+#: ``CTRL.MODE`` values.
+MODES = {"auto": 0, "dense": 1, "sparse": 2}
+#: Tiles that may be between their first ``A`` beat and their last ``C`` beat; a further tile's
+#: first beat waits (the per-tile mode travels in a FIFO of this depth).
+TILES_IN_FLIGHT = 8
+COUNTER_BITS = 32
+
+COUNTERS = (
+    ("CYCLES", 0x10, "clock cycles"),
+    ("BUSY_CYCLES", 0x14, "cycles with a tile in flight"),
+    ("STALL_CYCLES", 0x18, "cycles the GEMM waited on m_axis_c"),
+    ("TILES_DENSE", 0x1C, "tiles completed in dense mode"),
+    ("TILES_SPARSE", 0x20, "tiles completed in sparse mode"),
+    ("ROWS_EMPTY", 0x24, "A rows with no nonzero element"),
+    ("MACS_DONE", 0x28, "multiply-accumulates performed (dense row: k*n, sparse row: nnz*n)"),
+    ("MACS_SKIPPED", 0x2C, "rows*k*n - MACS_DONE"),
+    ("CONFLICT_CYCLES", 0x30, "cycles lost to weight-bank conflicts"),
+    ("ZERO_BEATS", 0x38, "A beats whose lanes were all zero (the monitor's zero_beats)"),
+    ("TILES_BELOW", 0x3C, "tiles the monitor measured at or below THRESHOLD (its sparse bit)"),
+    ("A_ERRORS", 0x40, "malformed A rows: a tlast before the row's k elements (the compactor "
+                       "pads the row with zeros)"),
+)
+
+TABLE_OFFSET = 0x1000
+
+
+def register_map(table_depth):
+    """The core's register map: the one description behind the decode, the manifest, the C
+    header and docs/registers.md."""
+    regs = [
+        Register("ID", 0x00, "constant identifying the block and version",
+                 (Field("ID", 0, 32, "ro", "0x5350 'SP', block 0x01, version 0x01"),)),
+        Register("CTRL", 0x04, "mode and one-shot commands", (
+            Field("MODE", 0, 2, "rw", "0 auto (density table), 1 force dense, 2 force sparse"),
+            Field("PASS_START", 2, 1, "w1p", "write 1: number the next tile 0"),
+            Field("CLEAR", 3, 1, "w1p", "write 1: zero every counter"),
+            Field("FORGET", 4, 1, "w1p", "write 1: invalidate every density-table entry"),
+        )),
+        Register("THRESHOLD", 0x08, "sparse iff nnz*256 <= THRESHOLD*elems", (
+            Field("THRESHOLD", 0, 8, "rw", "density threshold in 1/256 steps"),), reset=0x80),
+        Register("TILE", 0x0C, "tiles started in this pass (the next tile's index)",
+                 (Field("TILE", 0, 32, "ro", "tile index of the next A tile"),)),
+        Register("TABLE_BASE", 0x34, "first density-table entry of this pass",
+                 (Field("TABLE_BASE", 0, 16, "rw", "tile t uses entry TABLE_BASE + t"),)),
+    ]
+    regs += [Register(name, offset, doc + " (saturating)",
+                      (Field(name, 0, COUNTER_BITS, "ro", doc),)) for name, offset, doc in COUNTERS]
+    regs.sort(key=lambda r: r.offset)
+    table = Window("DENSITY_TABLE", TABLE_OFFSET, 2 * table_depth,
+                   "entry e at offset 8e: word 0 = nnz | valid << 31, word 1 = elems",
+                   entries=("NNZ_VALID", "ELEMS"))
+    return RegisterMap("spartan_core", regs, [table], addr_width=16)
+
+
+# The GEMM's parameters but ``sparse``: the core's GEMM always skips zeros.
+PARAMS = tuple(q for q in GEMM_PARAMS if q.name != "sparse") + (
+    P.power_of_two("table_depth", 64, 1, 1024, "density-table entries (tile indices remembered)"),
+    P.integer("max_tile_elems", 65536, 1, 2 ** 24, "largest A tile (elements) measured exactly"),
+)
+
+
+def _check(p):
+    gemm_check(p)
+    if p["k"] > MAX_COLS:
+        raise ValueError(f"k must be at most {MAX_COLS} (the compactor's row length), "
+                         f"not {p['k']!r}")
+
+
+class SpartanCore(wiring.Component):
+    """The integrated tile engine.
+
+    Members
+    -------
+    s_axis_a : In(stream)  dense ``A`` rows (``k`` elements), ``last`` on a tile's last beat
+    s_axis_b : In(stream)  ``B`` row-major (``n/lanes`` beats per row), ``last`` on its last beat
+    m_axis_c : Out(stream) ``C`` row-major, ``acc_width``-bit sums, ``last`` on a tile's last beat
+    s_axil_* : AXI4-Lite slave (32-bit data, 16-bit byte addresses), see :func:`register_map`
+    """
+
+    def __init__(self, **params):
+        p = BLOCK.resolve(params)
+        self._p = p
+        self._map = register_map(p["table_depth"])
+        members = {
+            "s_axis_a": In(stream.Signature(beat_layout(p["lanes"], p["width"]))),
+            "s_axis_b": In(stream.Signature(beat_layout(p["lanes"], p["width"]))),
+            "m_axis_c": Out(stream.Signature(beat_layout(p["lanes"], p["acc_width"]))),
+        }
+        members.update(axil_members(self._map.addr_width))
+        super().__init__(members)
+
+    params = property(lambda self: dict(self._p))
+    regmap = property(lambda self: self._map)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W, K, N = p["lanes"], p["width"], p["k"], p["n"]
+        depth = p["table_depth"]
+        gemm_params = {q.name: p[q.name] for q in GEMM_PARAMS if q.name != "sparse"}
+
+        m.submodules.monitor = monitor = SparsityMonitor(
+            lanes=L, width=W, number_format="int", max_tile_elems=p["max_tile_elems"])
+        m.submodules.compactor = compactor = Compactor(lanes=L, width=W, number_format="int",
+                                                       cols=K)
+        m.submodules.gemm = gemm = SparseGemm(**gemm_params)
+        m.submodules.regs = regs = AxiLiteRegisters(self._map)
+        m.submodules.modes = modes = fifo.SyncFIFO(width=1, depth=TILES_IN_FLIGHT)
+
+        for name in axil_members(self._map.addr_width):
+            port, inner = getattr(self, name), getattr(regs, name)
+            if self.signature.members[name].flow == In:
+                m.d.comb += inner.eq(port)
+            else:
+                m.d.comb += port.eq(inner)
+
+        f = regs.fields
+        mode, threshold = f[("CTRL", "MODE")], f[("THRESHOLD", "THRESHOLD")]
+        pass_start, clear, forget = (f[("CTRL", "PASS_START")], f[("CTRL", "CLEAR")],
+                                     f[("CTRL", "FORGET")])
+        table_base = f[("TABLE_BASE", "TABLE_BASE")]
+        m.d.comb += f[("ID", "ID")].eq(ID_VALUE)
+
+        # --- A: s_axis_a -> monitor -> compactor (with the tile's mode in tuser) -------------
+        a, mon_in, mon_out = self.s_axis_a, monitor.s_axis, monitor.m_axis
+        first = Signal(init=1)  # the next A beat starts a tile
+        sparse_next = Signal()  # registered decision for the tile that starts next
+        a_tile = Signal(32)
+        can_start = Signal()
+        m.d.comb += [
+            can_start.eq(~first | modes.w_rdy),
+            mon_in.payload.eq(a.payload),
+            mon_in.valid.eq(a.valid & can_start),
+            a.ready.eq(mon_in.ready & can_start),
+            monitor.threshold.eq(threshold),
+            compactor.s_axis.payload.data.eq(mon_out.payload.data),
+            compactor.s_axis.payload.last.eq(mon_out.payload.last),
+            compactor.s_axis.payload.user.eq(~sparse_next),  # 1 = dense bypass
+            compactor.s_axis.valid.eq(mon_out.valid),
+            mon_out.ready.eq(compactor.s_axis.ready),
+        ]
+        a_take = Signal()
+        m.d.comb += a_take.eq(a.valid & a.ready)
+        a_tile_next = Signal(32)
+        m.d.comb += a_tile_next.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
+        with m.If(a_take):
+            m.d.sync += first.eq(a.payload.last)
+        m.d.sync += a_tile.eq(a_tile_next)
+        m.d.comb += [modes.w_en.eq(a_take & first), modes.w_data.eq(sparse_next)]
+
+        # --- density table ------------------------------------------------------------------
+        count_w = Shape.cast(stats_layout(L, p["max_tile_elems"])["nnz"].shape).width
+        entry = data.StructLayout({"nnz": count_w, "elems": count_w})
+        m.submodules.table = table = Memory(shape=entry, depth=depth, init=[])
+        valid = Signal(depth)
+        lookup = table.read_port(domain="comb")
+        bus_read = table.read_port()
+        write = table.write_port()
+        index_w = max(depth.bit_length(), 1)
+        lookup_index = Signal(33)
+        m.d.comb += [lookup_index.eq(table_base + a_tile_next),
+                     lookup.addr.eq(lookup_index[:index_w])]
+        has_entry = Signal()
+        m.d.comb += has_entry.eq((lookup_index < depth) & valid.bit_select(lookup.addr, 1))
+        below = Signal()
+        m.d.comb += below.eq((lookup.data.nnz << 8) <= threshold * lookup.data.elems)
+        m.d.sync += sparse_next.eq((mode == MODES["sparse"])
+                                   | ((mode == MODES["auto"]) & has_entry & below))
+
+        stats = monitor.m_axis_stats
+        stats_tile = Signal(32)
+        record_index = Signal(33)
+        m.d.comb += [stats.ready.eq(1), record_index.eq(table_base + stats_tile)]
+        record = stats.valid & (record_index < depth)
+        m.d.comb += [write.addr.eq(record_index[:index_w]), write.en.eq(record),
+                     write.data.nnz.eq(stats.payload.data.nnz),
+                     write.data.elems.eq(stats.payload.data.elems)]
+        m.d.sync += stats_tile.eq(Mux(pass_start, 0, stats_tile + stats.valid))
+        # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
+        m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
+
+        # Bus view: word 2e = nnz | valid << 31, word 2e+1 = elems.
+        window = "DENSITY_TABLE"
+        word_addr = regs.window_addr[window]
+        odd, entry_valid = Signal(), Signal()
+        m.d.comb += bus_read.addr.eq(word_addr[1:])
+        m.d.sync += [odd.eq(word_addr[0]), entry_valid.eq(valid.bit_select(word_addr[1:], 1))]
+        m.d.comb += regs.window_data[window].eq(
+            Mux(odd, bus_read.data.elems, bus_read.data.nnz | (entry_valid << 31)))
+
+        # --- compactor -> GEMM, B, C --------------------------------------------------------
+        mask = compactor.m_axis_mask
+        m.d.comb += [
+            gemm.s_axis_a_mask.payload.eq(mask.payload),
+            gemm.s_axis_a_mask.valid.eq(mask.valid),
+            mask.ready.eq(gemm.s_axis_a_mask.ready),
+        ]
+        wiring.connect(m, compactor.m_axis_data, gemm.s_axis_a_data)
+        wiring.connect(m, wiring.flipped(self.s_axis_b), gemm.s_axis_b)
+        wiring.connect(m, gemm.m_axis_c, wiring.flipped(self.m_axis_c))
+        c = self.m_axis_c
+        c_done = Signal()
+        m.d.comb += [c_done.eq(c.valid & c.ready & c.payload.last),
+                     modes.r_en.eq(c_done)]
+        tile_mode = modes.r_data[0]
+
+        # --- counters -----------------------------------------------------------------------
+        mask_take = mask.valid & mask.ready
+        ones = Signal(range(K + 1))
+        m.d.comb += ones.eq(tree_sum(mask.payload.data[i] for i in range(K)))
+        row_beat = Signal(range(max(K // L, 2)))
+        row_any = Signal()
+        beat_any = Cat(is_nonzero(a.payload.data[i], W, "int") for i in range(L)).any()
+        row_end = Signal()
+        m.d.comb += row_end.eq(a_take & ((row_beat == K // L - 1) | a.payload.last))
+        with m.If(a_take):
+            m.d.sync += [row_beat.eq(Mux(row_end, 0, row_beat + 1)),
+                         row_any.eq(Mux(row_end, 0, row_any | beat_any))]
+        in_flight = ~modes.w_rdy | modes.r_rdy  # a mode waits in the FIFO: a tile is in flight
+        increments = {
+            "CYCLES": 1,
+            "BUSY_CYCLES": modes.r_rdy,
+            "STALL_CYCLES": gemm.stat_stall,
+            "TILES_DENSE": c_done & ~tile_mode,
+            "TILES_SPARSE": c_done & tile_mode,
+            "ROWS_EMPTY": row_end & ~row_any & ~beat_any,
+            "MACS_DONE": Mux(mask_take, ones * N, 0),
+            "MACS_SKIPPED": Mux(mask_take, (K - ones) * N, 0),
+            "CONFLICT_CYCLES": gemm.stat_conflict,
+            "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
+            "TILES_BELOW": stats.valid & stats.payload.data.sparse,
+            "A_ERRORS": compactor.error,
+        }
+        del in_flight
+        for name, _, _ in COUNTERS:
+            counter = Signal(COUNTER_BITS, name=f"count_{name.lower()}")
+            total = counter + increments[name]
+            with m.If(clear):
+                m.d.sync += counter.eq(0)
+            with m.Else():
+                m.d.sync += counter.eq(Mux(total[COUNTER_BITS:].any(),
+                                           (1 << COUNTER_BITS) - 1, total[:COUNTER_BITS]))
+            m.d.comb += f[(name, name)].eq(counter)
+        m.d.comb += f[("TILE", "TILE")].eq(a_tile)
+        return m
+
+
+def _info(core):
+    rm = core.regmap
+    return {
+        "latency_cycles": None,
+        "throughput_beats_per_cycle": 1.0,
+        "registers": rm.manifest(),
+        "id": ID_VALUE,
+        "modes": MODES,
+        "tiles_in_flight": TILES_IN_FLIGHT,
+        "axil": {"addr_width": rm.addr_width, "data_width": 32,
+                 "resp": {"okay": 0, "slverr": 2}},
+        "extra_files": {"spartan_core_regs.h": rm.c_header([("ID_VALUE", ID_VALUE)])},
+    }
+
+
+BLOCK = Block(
+    name="core",
+    top="spartan_core",
+    summary="integrated tile engine: monitor -> compactor (per-tile dense/ZVC) -> sparse GEMM, "
+            "AXI4-Lite registers",
+    params=PARAMS,
+    check=_check,
+    build=lambda **p: SpartanCore(**p),
+    info=_info,
+)

@@ -1,0 +1,538 @@
+"""Tile sparse GEMM datapath (SPEC §4.4): ``C = A·B``, ``A`` in ZVC rows, ``B`` resident.
+
+Dataflow (row-wise, Gustavson; docs/gemm.md has the diagrams)
+    Row ``i`` of ``C`` is ``sum over nonzero a[i,k] of a[i,k] * B[k, :]``. The row's nonzeros
+    (value and column ``k``), in column order, are cut into aligned *groups* of ``k_par``. For
+    each column group ``j`` (``n_par`` columns, ``n / n_par`` of them) and each group, one *pass*
+    reads the ``k_par`` matching ``B[k, j:j+n_par]`` slices, multiplies them by the ``a`` values
+    (``k_par * n_par`` multipliers), reduces across ``k`` in an adder tree and accumulates into
+    ``C[i, j:j+n_par]``. After the row's last group the column group's ``n_par`` sums go to the
+    output FIFO; ``m_axis_c`` sends them as ``n_par / lanes`` beats. An all-zero row is one pass
+    (a *zero-row token*: the output side sends ``n / lanes`` zero beats for it).
+
+Pipeline
+    loader (mask beat, then ``ceil(nnz/lanes)`` data beats into one of two row slots) -> issue
+    (one pass per cycle) -> weight-buffer read -> multiply -> adder tree -> accumulate, FIFO
+    push ``ISSUE_TO_PUSH`` = 3 cycles after the issue -> ``m_axis_c`` from the next cycle. Every
+    stage after the issue runs without stalls: a pass that completes a column group issues only
+    when it can reserve an output FIFO entry (credits), so back-pressure on ``m_axis_c`` holds
+    the issue stage, then the loader, then ``s_axis_a_*``, and nothing is lost.
+
+Weight buffer and conflicts
+    ``B`` lives in ``k_par`` memories (``amaranth.lib.memory``, one read port each, words of
+    ``n_par`` elements): ``b_banks`` banks (row ``k`` in bank ``k mod b_banks``), each stored
+    ``k_par / b_banks`` times. A pass may read at most ``k_par / b_banks`` rows of one bank; a
+    group that needs more is *split* into ``max over banks ceil(count / copies)`` passes, and
+    every pass beyond the first is a *conflict cycle*. The default ``b_banks = 1`` replicates
+    ``B`` ``k_par`` times and never conflicts; ``b_banks = k_par`` is classic banking (no
+    replication; dense rows still conflict-free, sparse rows lose cycles).
+
+Weights load
+    ``s_axis_b`` is accepted only while no ``A`` tile is in flight, and a tile's first mask
+    only while no ``B`` packet is being received or offered, so a tile uses the ``B`` complete
+    when its first row started, and a ``B`` arriving mid-tile waits for the end of that tile
+    (and holds back the next one). ``B``'s ``tlast`` returns the write pointer to ``B[0, 0]``;
+    beats beyond ``k*n/lanes`` wrap around.
+
+Dense-only variant
+    ``sparse = false`` removes the zero-skipping logic for area comparison: no mask ranks, no
+    column registers (entry ``e`` is column ``e``), every row ``k`` elements in ``k/lanes`` data
+    beats (the compactor's dense-bypass form); the mask beat is still taken, its bits ignored.
+
+Malformed ``A`` streams
+    The mask decides everything: a row takes exactly ``ceil(popcount/lanes)`` data beats, the
+    lanes beyond the popcount are ignored, and a data ``tlast`` in the wrong place only raises
+    ``err_a_stream`` for that cycle; the mask's ``tlast`` ends a tile.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from . import params as P
+from .block import Block
+from .compactor import prefix_sums, select_onehot
+from .elements import beat_layout, tree_sum
+
+__all__ = ["SparseGemm", "BLOCK", "ISSUE_TO_PUSH", "FIFO_DEPTH"]
+
+#: Cycles from a pass's issue to its column group's sums entering the output FIFO.
+ISSUE_TO_PUSH = 3
+#: Output FIFO entries (column groups of ``n_par`` sums, or zero-row tokens).
+FIFO_DEPTH = 8
+
+PARAMS = (
+    P.lanes_param(),
+    P.integer("width", 8, 1, 32, "bits per A and B element"),
+    P.flag("signed", True, "elements are two's complement (false: unsigned)"),
+    P.integer("acc_width", 32, 1, 64, "bits per C accumulator; sums wrap modulo 2**acc_width"),
+    P.integer("k", 64, 1, 1024, "K: A columns = B rows, a multiple of lanes"),
+    P.integer("n", 64, 1, 1024, "N: B and C columns, a multiple of lanes"),
+    P.power_of_two("k_par", 4, 1, 64, "multipliers along K: nonzeros of a row per pass"),
+    P.power_of_two("n_par", 16, 1, 256,
+                   "multipliers along N: C columns per pass, a multiple of lanes dividing n"),
+    P.power_of_two("b_banks", 1, 1, 64,
+                   "weight-buffer banks (row k in bank k mod b_banks), each stored k_par/b_banks "
+                   "times; 1 = fully replicated, conflict-free"),
+    P.flag("sparse", True, "false: a dense-only GEMM for area comparison (masks ignored, every "
+                           "row k elements in k/lanes data beats, no zero skipping)"),
+)
+
+
+def _check(p):
+    lanes = p["lanes"]
+    for name in ("k", "n"):
+        if p[name] % lanes:
+            raise ValueError(f"{name} must be a multiple of lanes ({lanes}), not {p[name]!r}")
+    if p["k_par"] > p["k"]:
+        raise ValueError(f"k_par must be at most k ({p['k']}), not {p['k_par']!r}")
+    if p["n_par"] % lanes or p["n"] % p["n_par"]:
+        raise ValueError(f"n_par must be a multiple of lanes ({lanes}) dividing n ({p['n']}), "
+                         f"not {p['n_par']!r}")
+    if p["b_banks"] > p["k_par"]:
+        raise ValueError(f"b_banks must be a power of two from 1 to k_par ({p['k_par']}), "
+                         f"not {p['b_banks']!r}")
+
+
+def _log2(value):
+    return value.bit_length() - 1
+
+
+def _select(values, index):
+    """``values[index]`` as a balanced tree of 2:1 multiplexers on the bits of ``index``
+    (an ``Array`` becomes a Yosys ``$pmux``, whose Verilog ``casez`` Verilator calls
+    overlapping); indices past the end give the last value."""
+    values = list(values)
+    bit = 0
+    while len(values) > 1:
+        if len(values) % 2:
+            values.append(values[-1])
+        values = [Mux(index[bit], values[i + 1], values[i]) for i in range(0, len(values), 2)]
+        bit += 1
+    return values[0]
+
+
+class SparseGemm(wiring.Component):
+    """Tile sparse GEMM.
+
+    Parameters
+    ----------
+    lanes, width, signed, acc_width, k, n, k_par, n_par, b_banks, sparse
+        See ``spartan list``; checked here with the generator's messages.
+
+    Members
+    -------
+    s_axis_b : In(stream)       ``B`` row-major, ``lanes`` elements per beat
+    s_axis_a_mask : In(stream)  one ``k``-bit mask per ``A`` row, ``last`` on the tile's last row
+    s_axis_a_data : In(stream)  each row's nonzeros, ``lanes`` per beat
+    m_axis_c : Out(stream)      ``C`` row-major, ``lanes`` ``acc_width``-bit sums per beat
+    stat_* : Out                per-cycle statistics strobes (see :data:`STAT_PORTS`)
+    err_a_stream : Out          a data ``tlast`` disagreed with its mask, or (dense-only) a mask
+                                was not all ones; flagged, otherwise ignored
+    """
+
+    def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=4,
+                 n_par=16, b_banks=1, sparse=True):
+        p = BLOCK.resolve(dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k,
+                               n=n, k_par=k_par, n_par=n_par, b_banks=b_banks, sparse=sparse))
+        self._p = p
+        super().__init__({
+            "s_axis_b": In(stream.Signature(beat_layout(lanes, width))),
+            "s_axis_a_mask": In(stream.Signature(data.StructLayout({"data": k, "last": 1}))),
+            "s_axis_a_data": In(stream.Signature(beat_layout(lanes, width))),
+            "m_axis_c": Out(stream.Signature(beat_layout(lanes, acc_width))),
+            "stat_busy": Out(1),
+            "stat_issue": Out(1),
+            "stat_conflict": Out(1),
+            "stat_stall": Out(1),
+            "stat_empty_row": Out(1),
+            "stat_macs": Out(range(k_par * n_par + 1)),
+            "err_a_stream": Out(1),
+        })
+
+    lanes = property(lambda self: self._p["lanes"])
+    width = property(lambda self: self._p["width"])
+    signed = property(lambda self: self._p["signed"])
+    acc_width = property(lambda self: self._p["acc_width"])
+    k = property(lambda self: self._p["k"])
+    n = property(lambda self: self._p["n"])
+    k_par = property(lambda self: self._p["k_par"])
+    n_par = property(lambda self: self._p["n_par"])
+    b_banks = property(lambda self: self._p["b_banks"])
+    sparse = property(lambda self: self._p["sparse"])
+    copies = property(lambda self: self._p["k_par"] // self._p["b_banks"])
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W, A = p["lanes"], p["width"], p["acc_width"]
+        K, N, KP, NP, BB = p["k"], p["n"], p["k_par"], p["n_par"], p["b_banks"]
+        COPIES = KP // BB
+        CG = N // NP
+        GROUPS = -(-K // KP)
+        BEATS_PER_WORD = NP // L
+        rows_per_bank = -(-K // BB)
+        elem = signed(W) if p["signed"] else unsigned(W)
+        SPARSE = p["sparse"]
+
+        # ---------------------------------------------------------------- weight buffer
+        b = self.s_axis_b
+        tiles_in_flight = Signal(range(3))
+        b_loading = Signal()
+        b_sub = Signal(range(max(BEATS_PER_WORD, 2)))
+        b_cg = Signal(range(max(CG, 2)))
+        b_row = Signal(range(max(K, 2)))
+        m.d.comb += b.ready.eq(tiles_in_flight == 0)
+        b_write = Signal()
+        m.d.comb += b_write.eq(b.valid & b.ready)
+        with m.If(b_write):
+            m.d.sync += b_loading.eq(~b.payload.last)
+            with m.If(b.payload.last):
+                m.d.sync += [b_sub.eq(0), b_cg.eq(0), b_row.eq(0)]
+            with m.Elif(b_sub != BEATS_PER_WORD - 1):
+                m.d.sync += b_sub.eq(b_sub + 1)
+            with m.Else():
+                m.d.sync += b_sub.eq(0)
+                with m.If(b_cg != CG - 1):
+                    m.d.sync += b_cg.eq(b_cg + 1)
+                with m.Else():
+                    m.d.sync += [b_cg.eq(0), b_row.eq(Mux(b_row == K - 1, 0, b_row + 1))]
+
+        b_word = Cat(*[b.payload.data[i] for i in range(L)])
+        read_ports = []  # index = bank * COPIES + copy
+        for bank in range(BB):
+            for copy in range(COPIES):
+                mem = Memory(shape=unsigned(NP * W), depth=rows_per_bank * CG, init=[])
+                m.submodules[f"b_bank{bank}_copy{copy}"] = mem
+                granular = BEATS_PER_WORD > 1
+                wp = mem.write_port(granularity=L * W if granular else None)
+                m.d.comb += [
+                    wp.addr.eq((b_row >> _log2(BB)) * CG + b_cg),
+                    wp.data.eq(Cat(*[b_word] * BEATS_PER_WORD)),
+                ]
+                hit = b_write & ((b_row & (BB - 1)) == bank) if BB > 1 else b_write
+                if granular:
+                    m.d.comb += wp.en.eq(Mux(hit, 1 << b_sub, 0))
+                else:
+                    m.d.comb += wp.en.eq(hit)
+                read_ports.append(mem.read_port(transparent_for=()))
+
+        # ---------------------------------------------------------------- row loader
+        ms, ds = self.s_axis_a_mask, self.s_axis_a_data
+        idx_shape = range(max(K, 2))
+        slot_full = [Signal(name=f"slot{s}_full") for s in range(2)]
+        if SPARSE:
+            slot_nnz = [Signal(range(K + 1), name=f"slot{s}_nnz") for s in range(2)]
+        slot_last = [Signal(name=f"slot{s}_last") for s in range(2)]
+        slot_val = [[Signal(W, name=f"slot{s}_val{e}") for e in range(K)] for s in range(2)]
+        if SPARSE:
+            slot_idx = [[Signal(idx_shape, name=f"slot{s}_idx{e}") for e in range(K)]
+                        for s in range(2)]
+        else:   # a dense row's entry e is column e
+            slot_idx = [[Const(e, idx_shape) for e in range(K)] for s in range(2)]
+
+        ld_data = Signal()                       # receiving a row's data beats
+        ld_slot = Signal()
+        ld_beat = Signal(range(max(K // L, 2)))
+        ld_beats_left = Signal(range(K // L + 1))
+        tile_start = Signal(init=1)              # the next mask starts a tile
+
+        ld_free = Mux(ld_slot, slot_full[1], slot_full[0]) == 0
+        m.d.comb += [
+            ms.ready.eq(~ld_data & ld_free & ~(tile_start & (b_loading | b.valid))),
+            ds.ready.eq(ld_data),
+        ]
+        mask_in = ms.payload.data
+        nnz_in = Signal(range(K + 1))
+        if SPARSE:
+            mask_reg = Signal(K)
+            ranks = [Signal(range(K + 1), name=f"rank{j}") for j in range(K)]
+            rank_in, total_in = prefix_sums([mask_in[j] for j in range(K)])
+            m.d.comb += nnz_in.eq(total_in)
+        else:
+            m.d.comb += nnz_in.eq(K)
+        mask_accept = Signal()
+        data_accept = Signal()
+        m.d.comb += [mask_accept.eq(ms.valid & ms.ready), data_accept.eq(ds.valid & ds.ready)]
+        set_full = [Signal(name=f"set_full{s}") for s in range(2)]
+        clear_full = [Signal(name=f"clear_full{s}") for s in range(2)]
+
+        with m.If(mask_accept):
+            m.d.sync += tile_start.eq(ms.payload.last)
+            if SPARSE:
+                m.d.sync += mask_reg.eq(mask_in)
+                m.d.sync += [ranks[j].eq(rank_in[j]) for j in range(K)]
+            for s in range(2):
+                with m.If(ld_slot == s):
+                    m.d.sync += slot_last[s].eq(ms.payload.last)
+                    if SPARSE:
+                        m.d.sync += slot_nnz[s].eq(nnz_in)
+            with m.If(nnz_in == 0):
+                m.d.comb += [set_full[s].eq(ld_slot == s) for s in range(2)]
+                m.d.sync += ld_slot.eq(~ld_slot)
+            with m.Else():
+                m.d.sync += [ld_data.eq(1), ld_beat.eq(0),
+                             ld_beats_left.eq((nnz_in + L - 1) >> _log2(L))]
+
+        # Column of each lane of the current data beat: the j whose rank is beat*lanes + lane.
+        lane_bits = _log2(L)
+        lane_idx = []
+        for lane in range(L if SPARSE else 0):
+            hits = []
+            for j in range(K):
+                hit = mask_reg[j] & ((ranks[j] >> lane_bits) == ld_beat)
+                if lane_bits:
+                    hit = hit & (ranks[j][:lane_bits] == lane)
+                hits.append(hit)
+            sig = Signal(idx_shape, name=f"lane{lane}_idx")
+            m.d.comb += sig.eq(select_onehot([Const(j, idx_shape) for j in range(K)], hits,
+                                             sig.shape().width))
+            lane_idx.append(sig)
+
+        bad_mask = mask_accept & ~mask_in.all() if not SPARSE else 0
+        m.d.comb += self.err_a_stream.eq(
+            (data_accept & (ds.payload.last != (ld_beats_left == 1))) | bad_mask)
+        with m.If(data_accept):
+            m.d.sync += [ld_beat.eq(ld_beat + 1), ld_beats_left.eq(ld_beats_left - 1)]
+            with m.If(ld_beats_left == 1):
+                m.d.comb += [set_full[s].eq(ld_slot == s) for s in range(2)]
+                m.d.sync += [ld_slot.eq(~ld_slot), ld_data.eq(0)]
+            for s in range(2):
+                for e in range(K):
+                    with m.If((ld_slot == s) & (ld_beat == e // L)):
+                        m.d.sync += slot_val[s][e].eq(ds.payload.data[e % L])
+                        if SPARSE:
+                            m.d.sync += slot_idx[s][e].eq(lane_idx[e % L])
+
+        # ---------------------------------------------------------------- issue
+        c_slot = Signal()
+        c_cg = Signal(range(max(CG, 2)))
+        c_grp = Signal(range(max(GROUPS, 2)))
+        c_sub = Signal(range(max(BB, 2)))
+        outstanding = Signal(range(FIFO_DEPTH + 1))
+
+        cur_full = Mux(c_slot, slot_full[1], slot_full[0])
+        cur_nnz = Signal(range(K + 1))
+        cur_last = Signal()
+        m.d.comb += [cur_nnz.eq(Mux(c_slot, slot_nnz[1], slot_nnz[0]) if SPARSE else K),
+                     cur_last.eq(Mux(c_slot, slot_last[1], slot_last[0]))]
+
+        # The group's k_par entries (value, column), from the slot being computed.
+        g_val, g_idx, g_valid = [], [], []
+        for lane in range(KP):
+            per_slot_val, per_slot_idx = [], []
+            for s in range(2):
+                vals = [slot_val[s][g * KP + lane] if g * KP + lane < K else Const(0, W)
+                        for g in range(GROUPS)]
+                idxs = [slot_idx[s][g * KP + lane] if g * KP + lane < K else Const(0, idx_shape)
+                        for g in range(GROUPS)]
+                per_slot_val.append(_select(vals, c_grp))
+                per_slot_idx.append(_select(idxs, c_grp))
+            v = Signal(W, name=f"g_val{lane}")
+            i = Signal(idx_shape, name=f"g_idx{lane}")
+            ok = Signal(name=f"g_valid{lane}")
+            m.d.comb += [v.eq(Mux(c_slot, per_slot_val[1], per_slot_val[0])),
+                         i.eq(Mux(c_slot, per_slot_idx[1], per_slot_idx[0])),
+                         ok.eq((c_grp * KP + lane) < cur_nnz)]
+            g_val.append(v)
+            g_idx.append(i)
+            g_valid.append(ok)
+
+        # Bank of each entry and its rank among the group's entries of the same bank; the
+        # entry is read in sub-pass rank // COPIES by copy rank % COPIES of its bank.
+        bank_bits = _log2(BB)
+        copy_bits = _log2(COPIES)
+        g_bank = [g_idx[l][:bank_bits] if bank_bits else Const(0, 1) for l in range(KP)]
+        g_rank = []
+        for lane in range(KP):
+            if lane == 0:
+                g_rank.append(Const(0, 1))
+                continue
+            same = [g_valid[o] & (g_bank[o] == g_bank[lane]) for o in range(lane)]
+            r = Signal(range(lane + 1), name=f"g_bankrank{lane}")
+            m.d.comb += r.eq(tree_sum(same))
+            g_rank.append(r)
+        g_subpass = [g_rank[l] >> copy_bits for l in range(KP)]
+        # Lanes below COPIES always fall in sub-pass 0 (their bank rank is below COPIES).
+        later = [g_valid[l] & (g_subpass[l] > c_sub) for l in range(COPIES, KP)]
+        last_sub = Signal()
+        m.d.comb += last_sub.eq(~Cat(*later).any() if later else 1)
+        active = [g_valid[l] & (g_subpass[l] == c_sub) for l in range(KP)]
+        active_count = Signal(range(KP + 1))
+        m.d.comb += active_count.eq(tree_sum(active))
+
+        zero_row = Signal()
+        last_grp = Signal()
+        m.d.comb += [zero_row.eq(cur_nnz == 0),
+                     last_grp.eq((c_grp + 1) == ((cur_nnz + KP - 1) >> _log2(KP)))]
+        group_done = Signal()
+        row_done = Signal()
+        m.d.comb += [group_done.eq(zero_row | (last_sub & last_grp)),
+                     row_done.eq(zero_row | (last_sub & last_grp & (c_cg == CG - 1)))]
+        issue = Signal()
+        m.d.comb += issue.eq(cur_full & (~group_done | (outstanding < FIFO_DEPTH)))
+
+        # Route each active entry to the memory (bank, copy) that serves it.
+        addr_shape = range(max(rows_per_bank * CG, 2))
+        a_routed = []
+        for bank in range(BB):
+            for copy in range(COPIES):
+                sels = []
+                for lane in range(KP):
+                    sel = active[lane] & (g_rank[lane][:copy_bits] == copy if copy_bits else 1)
+                    if bank_bits:
+                        sel = sel & (g_bank[lane] == bank)
+                    sels.append(sel)
+                a = Signal(W, name=f"a_bank{bank}_copy{copy}")
+                addr = Signal(addr_shape, name=f"addr_bank{bank}_copy{copy}")
+                rows = [(g_idx[lane] >> bank_bits) * CG + c_cg for lane in range(KP)]
+                m.d.comb += [a.eq(select_onehot(g_val, sels, W)),
+                             addr.eq(select_onehot(rows, sels, addr.shape().width))]
+                m.d.comb += read_ports[bank * COPIES + copy].addr.eq(addr)
+                a_routed.append(a)
+
+        with m.If(issue):
+            with m.If(row_done):
+                m.d.sync += [c_cg.eq(0), c_grp.eq(0), c_sub.eq(0), c_slot.eq(~c_slot)]
+                m.d.comb += [clear_full[s].eq(c_slot == s) for s in range(2)]
+            with m.Elif(last_sub & last_grp):
+                m.d.sync += [c_cg.eq(c_cg + 1), c_grp.eq(0), c_sub.eq(0)]
+            with m.Elif(last_sub):
+                m.d.sync += [c_grp.eq(c_grp + 1), c_sub.eq(0)]
+            with m.Else():
+                m.d.sync += c_sub.eq(c_sub + 1)
+
+        for s in range(2):
+            with m.If(set_full[s]):
+                m.d.sync += slot_full[s].eq(1)
+            with m.Elif(clear_full[s]):
+                m.d.sync += slot_full[s].eq(0)
+
+        tile_begins = mask_accept & tile_start
+        tile_ends = issue & row_done & cur_last
+        m.d.sync += tiles_in_flight.eq(tiles_in_flight + tile_begins - tile_ends)
+
+        m.d.comb += [
+            self.stat_busy.eq(tiles_in_flight != 0),
+            self.stat_issue.eq(issue),
+            self.stat_conflict.eq(issue & (c_sub != 0)),
+            self.stat_stall.eq(cur_full & ~issue),
+            self.stat_empty_row.eq(issue & zero_row),
+            self.stat_macs.eq(Mux(issue, active_count * NP, 0)),
+        ]
+
+        # ---------------------------------------------------------------- multiply, reduce
+        flags = data.StructLayout({"valid": 1, "first": 1, "push": 1, "zero": 1, "tlast": 1})
+        f1, f2, f3 = Signal(flags), Signal(flags), Signal(flags)
+        m.d.sync += [
+            f1.valid.eq(issue),
+            f1.first.eq((c_grp == 0) & (c_sub == 0)),
+            f1.push.eq(issue & group_done),
+            f1.zero.eq(zero_row),
+            f1.tlast.eq(cur_last & row_done),
+            f2.eq(f1),
+            f3.eq(f2),
+        ]
+        a1 = [Signal(elem, name=f"a1_{i}") for i in range(KP)]
+        m.d.sync += [a1[i].eq(a_routed[i]) for i in range(KP)]
+
+        # Exact widths, or acc_width bits when that is less: everything is kept modulo
+        # 2**acc_width from there on (bits above acc_width never reach C).
+        def exact_or_acc(bits):
+            if bits >= A:
+                return unsigned(A)
+            return signed(bits) if p["signed"] else unsigned(bits)
+        prod_shape = exact_or_acc(2 * W)
+        prods = [[Signal(prod_shape, name=f"prod{i}_{c}") for c in range(NP)] for i in range(KP)]
+        for i in range(KP):
+            word = read_ports[i].data
+            for c in range(NP):
+                bval = word[c * W:(c + 1) * W]
+                bval = bval.as_signed() if p["signed"] else bval
+                m.d.sync += prods[i][c].eq(a1[i] * bval)
+
+        sum_shape = exact_or_acc(2 * W + _log2(KP))
+        sums = [Signal(sum_shape, name=f"sum{c}") for c in range(NP)]
+        m.d.sync += [sums[c].eq(tree_sum(prods[i][c] for i in range(KP))) for c in range(NP)]
+
+        acc = [Signal(A, name=f"acc{c}") for c in range(NP)]
+        acc_next = [Signal(A, name=f"acc_next{c}") for c in range(NP)]
+        for c in range(NP):
+            m.d.comb += acc_next[c].eq(Mux(f3.first, 0, acc[c]) + sums[c])
+            with m.If(f3.valid):
+                m.d.sync += acc[c].eq(acc_next[c])
+
+        # ---------------------------------------------------------------- output
+        entry = data.StructLayout({"sums": data.ArrayLayout(A, NP), "zero": 1, "tlast": 1})
+        m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(width=entry.size, depth=FIFO_DEPTH)
+        pushed = Signal(entry)
+        m.d.comb += [pushed.zero.eq(f3.zero), pushed.tlast.eq(f3.tlast)]
+        m.d.comb += [pushed.sums[c].eq(acc_next[c]) for c in range(NP)]
+        m.d.comb += [out_fifo.w_data.eq(pushed), out_fifo.w_en.eq(f3.valid & f3.push)]
+
+        head = Signal(entry)
+        m.d.comb += head.eq(out_fifo.r_data)
+        o_beat = Signal(range(max(N // L, 2)))
+        final = Signal()
+        m.d.comb += final.eq(o_beat == Mux(head.zero, N // L - 1, BEATS_PER_WORD - 1))
+        c_out = self.m_axis_c
+        chunks = [Cat(*[head.sums[w * L + lane] for lane in range(L)])
+                  for w in range(BEATS_PER_WORD)]
+        chunk = _select(chunks, o_beat)
+        m.d.comb += [
+            c_out.valid.eq(out_fifo.r_rdy),
+            c_out.payload.data.eq(Mux(head.zero, 0, chunk)),
+            c_out.payload.last.eq(head.tlast & final),
+        ]
+        pop = Signal()
+        m.d.comb += [pop.eq(c_out.valid & c_out.ready & final), out_fifo.r_en.eq(pop)]
+        with m.If(c_out.valid & c_out.ready):
+            m.d.sync += o_beat.eq(Mux(final, 0, o_beat + 1))
+
+        m.d.sync += outstanding.eq(outstanding + (issue & group_done) - pop)
+        return m
+
+
+#: The statistics ports: per-cycle strobes a wrapper (the core's counters) accumulates.
+STAT_PORTS = {
+    "stat_busy": "1 while an A tile is in flight (its first mask accepted, its last pass not "
+                 "yet issued)",
+    "stat_issue": "1 in every cycle a pass issues (the multipliers are busy)",
+    "stat_conflict": "1 in every cycle lost to a weight-bank conflict (a split group's extra "
+                     "pass); summed, CONFLICT_CYCLES",
+    "stat_stall": "1 when a row is ready but its pass waits for an output FIFO entry "
+                  "(m_axis_c back-pressure)",
+    "stat_empty_row": "1 in the one cycle an all-zero row issues",
+    "stat_macs": "useful multiply-accumulates issued this cycle (active nonzeros * n_par); "
+                 "summed over a tile, sum of nnz * n",
+    "err_a_stream": "1 in the cycle a data beat is taken whose tlast disagrees with its row's "
+                    "mask (tlast on a row's last data beat only; the mask wins, the beat is used "
+                    "as the mask says), or, in the dense-only variant, a mask that is not all "
+                    "ones (ignored: the row is taken whole)",
+}
+
+
+def _info(gemm):
+    bits = gemm.copies * gemm.k * gemm.n * gemm.width
+    return {
+        "latency_cycles": ISSUE_TO_PUSH + 2,
+        "throughput_beats_per_cycle": 1.0,
+        "macs_per_cycle": gemm.k_par * gemm.n_par,
+        "issue_to_push_cycles": ISSUE_TO_PUSH,
+        "output_fifo_entries": FIFO_DEPTH,
+        "weight_buffer": {"memories": gemm.k_par, "banks": gemm.b_banks, "copies": gemm.copies,
+                          "word_bits": gemm.n_par * gemm.width, "bits": bits},
+        "stats_ports": STAT_PORTS,
+    }
+
+
+BLOCK = Block(
+    name="gemm",
+    top="spartan_gemm",
+    summary="tile sparse GEMM: C = A.B, A in ZVC rows, B resident, cycles proportional to nonzeros",
+    params=PARAMS,
+    check=_check,
+    build=lambda **p: SparseGemm(**p),
+    info=_info,
+)
