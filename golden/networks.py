@@ -30,7 +30,7 @@ Input density (nonzero fraction of ``A``)
     max pooling) feeds layer1.0 like a block output and takes that band; every ``conv1`` and
     ``downsample`` of a block reads a block output, every ``conv2`` a value inside the block.
 
-What is left for the estimator (issue 6, needs golden/gemm.py's cycle model)
+How golden/estimate.py uses the table (spartan bench estimate, docs/results.md)
     Per-layer and whole-network speedup of the adaptive core over dense, from the cycle model
     on unstructured random masks of these densities, for the forward GEMM (M, K, N) and the
     weight-gradient GEMM dW = A^T . dY, which reuses the same sparse activations (shape

@@ -51,9 +51,9 @@ from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
-from .elements import beat_layout, is_nonzero
+from .elements import beat_layout, is_nonzero, lanes_layout
 
-__all__ = ["Compactor", "BLOCK", "MASK_DEPTH", "GRANT_DEPTH", "data_depth",
+__all__ = ["Compactor", "BLOCK", "input_layout", "MASK_DEPTH", "GRANT_DEPTH", "data_depth",
            "prefix_sums", "popcount", "shift_elements", "check_cols"]
 
 #: Rows whose mask may wait on ``m_axis_mask`` (beyond that the input waits).
@@ -126,6 +126,12 @@ def select_onehot(elements, hits, width):
     return out
 
 
+def input_layout(lanes, width):
+    """Dense beats with ``tuser`` = ``{bypass}``, sampled on a tile's first beat."""
+    return data.StructLayout({"data": lanes_layout(lanes, width), "last": 1,
+                              "user": data.StructLayout({"bypass": 1})})
+
+
 class Compactor(wiring.Component):
     """Dense -> ZVC compaction engine.
 
@@ -148,7 +154,7 @@ class Compactor(wiring.Component):
         self._lanes, self._width = p["lanes"], p["width"]
         self._number_format, self._cols = p["number_format"], p["cols"]
         super().__init__({
-            "s_axis": In(stream.Signature(beat_layout(lanes, width, user_width=1))),
+            "s_axis": In(stream.Signature(input_layout(lanes, width))),
             "m_axis_mask": Out(stream.Signature(data.StructLayout({"data": cols, "last": 1}))),
             "m_axis_data": Out(stream.Signature(beat_layout(lanes, width))),
             "error": Out(1),
@@ -190,11 +196,11 @@ class Compactor(wiring.Component):
         first = Signal(init=1)
         tile_bypass = Signal()
         bypass = self.bypass
-        m.d.comb += bypass.eq(Mux(first, src.payload.user[0], tile_bypass))
+        m.d.comb += bypass.eq(Mux(first, src.payload.user.bypass, tile_bypass))
         with m.If(transfer):
             m.d.sync += first.eq(src.payload.last)
             with m.If(first):
-                m.d.sync += tile_bypass.eq(src.payload.user[0])
+                m.d.sync += tile_bypass.eq(src.payload.user.bypass)
 
         # Row position.
         beat = Signal(range(B), name="beat")

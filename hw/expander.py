@@ -37,7 +37,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .block import Block
-from .compactor import PARAMS, check_cols, prefix_sums, shift_elements
+from .compactor import PARAMS, Compactor, check_cols, input_layout, prefix_sums, shift_elements
 from .elements import beat_layout
 
 __all__ = ["Expander", "BLOCK"]
@@ -190,13 +190,12 @@ class RoundTrip(wiring.Component):
     expander directly, so a dense stream goes in on ``s_axis`` and comes back on ``m_axis``."""
 
     def __init__(self, *, lanes=8, width=8, number_format="int", cols=64):
-        from .compactor import Compactor
         self.compactor = Compactor(lanes=lanes, width=width, number_format=number_format,
                                    cols=cols)
         self.expander = Expander(lanes=lanes, width=width, number_format=number_format,
                                  cols=cols)
         super().__init__({
-            "s_axis": In(stream.Signature(beat_layout(lanes, width, user_width=1))),
+            "s_axis": In(stream.Signature(input_layout(lanes, width))),
             "m_axis": Out(stream.Signature(beat_layout(lanes, width))),
             "compactor_error": Out(1),
             "expander_error": Out(1),

@@ -239,7 +239,7 @@ is conv1's ReLU output; conv3's is conv2's ReLU output after max pooling.
 {layout}
 ```
 
-The same layout is the input of `spartan estimate FILE.npz` (issue 6, not built yet). To dump
+The same layout is the input of `spartan estimate FILE.npz` (docs/estimate.md). To dump
 your own network's im2col inputs, per conv layer:
 `torch.nn.functional.unfold(x, k, padding=p, stride=s).transpose(1, 2).reshape(-1, C*k*k)`.
 

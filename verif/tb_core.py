@@ -292,14 +292,16 @@ async def reset_between_passes(dut):
 
 @cocotb.test()
 async def no_backpressure_no_stalls(dut):
-    """With C always ready, STALL_CYCLES stays 0 and BUSY_CYCLES matches the ports."""
+    """With C always ready and rows dense enough that computing a row takes at least as long
+    as sending its C row (n/lanes beats), STALL_CYCLES stays 0; BUSY_CYCLES matches the ports.
+    (Sparser rows are output-bound: their passes do wait for m_axis_c, and that counts.)"""
     tb = CoreTB(dut)
     await tb.start(idle=0.0, backpressure=0.0)
     rows = tb.args.get("rows", 3)
     await tb.load_b()
     await tb.ctrl(clear=True, pass_start=True)
     start = tb.cycle
-    await tb.run_tiles([tb.random_tile(rows, d) for d in (0.1, 0.5, 0.9)])
+    await tb.run_tiles([tb.random_tile(rows, d) for d in (0.6, 0.8, 1.0)])
     await tb.check_counters(start, tb.cycle, stalls_zero=True)
 
 

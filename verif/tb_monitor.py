@@ -59,13 +59,20 @@ class MonitorTB:
     async def _check_never_throttles(self):
         """``s_axis_tready`` is high in every cycle where ``m_axis_tready`` is high and the
         statistics buffer has room (occupancy from transfers seen at the ports)."""
+        seen_beats = seen_records = tiles_done = records = 0
         while True:
             await FallingEdge(self.bench.clk)
             await ReadOnly()
             now = self.bench.cycle
-            tiles_done = sum(1 for beat, c in zip(self.src.sent, self.src.sent_cycles)
-                             if beat.last and c < now) if self.src.sent else 0
-            records = sum(1 for c in self.stats.beat_cycles if c < now)
+            # Count transfers of earlier cycles only (this cycle's may be appended meanwhile).
+            sent, sent_cycles = self.src.sent, self.src.sent_cycles
+            while seen_beats < len(sent_cycles) and sent_cycles[seen_beats] < now:
+                tiles_done += sent[seen_beats].last
+                seen_beats += 1
+            taken = self.stats.beat_cycles
+            while seen_records < len(taken) and taken[seen_records] < now:
+                records += 1
+                seen_records += 1
             room = tiles_done - records < self.depth
             if read_int(self.dut.m_axis_tready) and room:
                 assert read_int(self.dut.s_axis_tready), f"s_axis throttled in cycle {now}"

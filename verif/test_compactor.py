@@ -117,6 +117,15 @@ def test_golden_malformed_rows():
 
 # --- amaranth.sim: the component before Verilog --------------------------------------------
 
+def run_with_deadline(sim, cycles):
+    """``sim.run()``, failing instead of hanging when a testbench still waits after ``cycles``
+    clock cycles (lost beats)."""
+    steps = 0
+    while sim.advance():
+        steps += 1
+        assert steps < 4 * cycles, f"simulation still running after {cycles} cycles"
+
+
 def sim_compactor(config, beats, seed=1, idle=0.3, backpressure=0.3):
     """Drive ``beats`` ``(tdata, tlast, tuser)`` through the component; returns the mask and
     data beats as ``(tdata, tlast)`` and the number of ``error`` pulses."""
@@ -128,7 +137,8 @@ def sim_compactor(config, beats, seed=1, idle=0.3, backpressure=0.3):
 
     async def source(ctx):
         await put_stream(ctx, dut.s_axis, [
-            {"data": [int(x) for x in unpack_beat(t, lanes, width)], "last": last, "user": user}
+            {"data": [int(x) for x in unpack_beat(t, lanes, width)], "last": last,
+             "user": {"bypass": user}}
             for t, last, user in beats], rng, idle)
 
     async def mask_sink(ctx):
@@ -147,7 +157,7 @@ def sim_compactor(config, beats, seed=1, idle=0.3, backpressure=0.3):
     sim.add_testbench(mask_sink)
     sim.add_testbench(data_sink)
     sim.add_testbench(errors, background=True)
-    sim.run()
+    run_with_deadline(sim, 40 * (len(beats) + 50))
     got_masks = [(int(b.data), int(b.last)) for b in result["masks"]]
     got_data = [(pack_beat(list(b.data), width), int(b.last)) for b in result["data"]]
     return got_masks, got_data, result["errors"]

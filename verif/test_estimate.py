@@ -260,3 +260,27 @@ def test_model_matches_rtl_on_real_trace_tiles(sim):
     records = json.loads((test_dir / "rtl_model.json").read_text())["records"]
     assert len(records) == 2 * len(specs)
     assert {r["cols"] for r in records} >= {9, 8, 16, 64}   # partial chunks of K 9, 72, 144
+
+
+def test_bench_run_json_and_report_rules(tmp_path, monkeypatch):
+    """``spartan bench``: figures to JSON; docs/results.md only after a full run of every
+    benchmark (``--quick`` never overwrites it) or where ``--report`` says."""
+    import types
+    from verif import bench, report
+    fake = types.ModuleType("fake_bench")
+    fake.run = lambda quick: {"quick": quick}
+    fake.report = lambda figures: f"fake quick={figures['quick']}"
+    monkeypatch.setitem(sys.modules, "fake_bench", fake)
+    monkeypatch.setattr(bench, "BENCHES", {"fake": "fake_bench"})
+    written = []
+    monkeypatch.setattr(report, "write", lambda results, path: written.append(path) or [path])
+    out = []
+    results = bench.run(quick=True, json_path=tmp_path / "b.json", echo=out.append)
+    assert results == {"fake": {"quick": True}}
+    assert json.loads((tmp_path / "b.json").read_text()) == results
+    assert out == ["fake quick=True"] and written == []
+    bench.run(quick=True, echo=out.append, report_path=tmp_path / "r.md")
+    bench.run(quick=False, echo=out.append)
+    assert written == [tmp_path / "r.md", report.ROOT / "docs" / "results.md"]
+    with pytest.raises(ValueError, match="benchmark must be one of fake, not 'nope'"):
+        bench.run(["nope"])

@@ -13,7 +13,8 @@ from golden.formats import pack_beat, unpack_beat
 from hw.expander import Expander
 from verif import runner
 from verif.amsim import get_stream, put_stream
-from verif.test_compactor import AMSIM_CONFIGS, BAD_PARAMETERS, CONFIGS, config_id, dense_stream
+from verif.test_compactor import (AMSIM_CONFIGS, BAD_PARAMETERS, CONFIGS, config_id, dense_stream,
+                                  run_with_deadline)
 
 
 @pytest.mark.parametrize("kwargs, error, message", BAD_PARAMETERS)
@@ -73,7 +74,7 @@ def sim_expander(config, masks, data, seed=1, idle=0.3, backpressure=0.3):
     for tb in (mask_source, data_source, sink):
         sim.add_testbench(tb)
     sim.add_testbench(errors, background=True)
-    sim.run()
+    run_with_deadline(sim, 40 * (len(expected) + 50))
     return [(pack_beat(list(b.data), width), int(b.last)) for b in result["out"]], \
         result["errors"]
 
