@@ -5,8 +5,7 @@ Written from SPEC §4.5 and the register map (docs/registers.md): tiles are numb
 after ``PASS_START``; tile ``t`` uses density-table entry ``TABLE_BASE + t``; it is sparse iff
 ``MODE`` is force-sparse, or ``MODE`` is auto and the entry holds ``nnz, elems`` with
 ``nnz*256 <= THRESHOLD*elems``; after the tile, its entry holds the tile's own ``nnz, elems``.
-Counters saturate at ``2**32 - 1``. Tiles given to :meth:`CoreModel.run_tile` are whole rows,
-so ``A_ERRORS`` stays 0. ``CYCLES``, ``BUSY_CYCLES`` and ``STALL_CYCLES`` depend on
+Counters saturate at ``2**32 - 1``. ``CYCLES``, ``BUSY_CYCLES`` and ``STALL_CYCLES`` depend on
 timing and are checked from the ports by the testbench instead.
 """
 
@@ -70,10 +69,19 @@ class CoreModel:
     def _add(self, name, value):
         self.counters[name] = min(self.counters[name] + int(value), SATURATE)
 
-    def run_tile(self, a_raw):
-        """Process one ``A`` tile (rows x k raw elements): returns ``(C raw, sparse)``."""
+    def run_tile(self, a_raw, short_beats=0):
+        """Process one ``A`` tile (rows x k raw elements): returns ``(C raw, sparse)``.
+
+        ``short_beats`` > 0 models a malformed tile whose ``tlast`` comes that many beats
+        before the end of its last row: the compactor pads the row with zeros (so ``C``, the
+        MAC and row counters see the padded tile, ``A_ERRORS`` counts one), while the
+        monitor measures only the beats that were sent."""
         p = self.params
-        a = np.asarray(a_raw, dtype=np.uint64)
+        a = np.asarray(a_raw, dtype=np.uint64).copy()
+        sent = a.reshape(-1, p["lanes"])[:a.size // p["lanes"] - short_beats]
+        if short_beats:
+            a.reshape(-1)[sent.size:] = 0
+            self._add("A_ERRORS", 1)
         k, n = p["k"], p["n"]
         if a.ndim != 2 or a.shape[1] != k or a.shape[0] < 1:
             raise ValueError(f"a must be (rows >= 1, {k}), not {a.shape}")
@@ -90,7 +98,7 @@ class CoreModel:
         nonzero = ~is_zero(a, p["width"], "int")
         self._add("ROWS_EMPTY", int((~nonzero.any(axis=1)).sum()))
         self._add("TILES_SPARSE" if sparse else "TILES_DENSE", 1)
-        s = tile_stats(a.reshape(-1, p["lanes"]), self.threshold, width=p["width"],
+        s = tile_stats(sent, self.threshold, width=p["width"],
                        number_format="int", max_tile_elems=p["max_tile_elems"])
         self._add("ZERO_BEATS", s.zero_beats)
         self._add("TILES_BELOW", s.sparse)

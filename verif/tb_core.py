@@ -152,15 +152,18 @@ class CoreTB:
         p = self.p
         return random_elements(self.np_rng, (rows, p["k"]), p["width"], density)
 
-    async def run_tiles(self, tiles):
+    async def run_tiles(self, tiles, short_beats=()):
         """Send every tile, receive every C tile, compare each with the model; returns the
-        per-tile decisions the model made."""
+        per-tile decisions the model made. ``short_beats[i]``: cut tile ``i``'s last row short
+        by that many beats (a malformed tile)."""
         expected, decisions = [], []
-        for a_raw in tiles:
-            c, sparse = self.model.run_tile(a_raw)
+        for index, a_raw in enumerate(tiles):
+            short = short_beats[index] if index < len(short_beats) else 0
+            c, sparse = self.model.run_tile(a_raw, short_beats=short)
             expected.append(c)
             decisions.append(sparse)
-            await self.a.send(AxiStreamFrame([int(x) for x in a_raw.reshape(-1)]))
+            elements = [int(x) for x in a_raw.reshape(-1)]
+            await self.a.send(AxiStreamFrame(elements[:len(elements) - short * self.p["lanes"]]))
         for index, c in enumerate(expected):
             frame = await self.c.recv()
             got = np.array(frame.tdata, dtype=np.uint64).reshape(-1)
@@ -288,6 +291,21 @@ async def reset_between_passes(dut):
     assert decisions == [False] * 3
     got = await tb.check_counters()
     assert got["TILES_DENSE"] == 3
+
+
+@cocotb.test()
+async def malformed_tile(dut):
+    """A tile whose tlast comes mid-row: the row is padded with zeros (C as for the padded
+    tile), A_ERRORS counts it, the monitor measures what was sent, and the next tile is fine."""
+    tb = CoreTB(dut)
+    await tb.start()
+    rows = tb.args.get("rows", 3)
+    await tb.load_b()
+    await tb.ctrl(mode=2, clear=True, pass_start=True)
+    tiles = [tb.random_tile(rows, 0.6) for _ in range(3)]
+    await tb.run_tiles(tiles, short_beats=(0, 1, 0))
+    got = await tb.check_counters()
+    assert got["A_ERRORS"] == 1
 
 
 @cocotb.test()
