@@ -1,8 +1,8 @@
 """``spartan``: the generator's command line (SPEC §3).
 
 Errors in what the user typed print one line on stderr and exit with status 2; nothing is
-written. Subcommands beyond ``list`` and ``generate`` are registered by later modules through
-:data:`COMMANDS`.
+written. ``sim``, ``waves`` (verif/sim.py, verif/waves.py), ``bench`` and ``estimate`` add
+their own parsers here; their work is done in the modules they import on use.
 """
 
 from __future__ import annotations
@@ -127,13 +127,8 @@ def build_parser():
     from verif import sim, waves  # light imports: simulators and matplotlib load on use
     sim.add_parser(sub)
     waves.add_parser(sub)
-    for register in COMMANDS:
-        register(sub)
     return parser
 
-
-#: Functions ``register(subparsers)`` that add more subcommands (bench, sim, waves, ...).
-COMMANDS = []
 
 
 

@@ -271,7 +271,6 @@ class SpartanCore(wiring.Component):
         with m.If(a_take):
             m.d.sync += [row_beat.eq(Mux(row_end, 0, row_beat + 1)),
                          row_any.eq(Mux(row_end, 0, row_any | beat_any))]
-        in_flight = ~modes.w_rdy | modes.r_rdy  # a mode waits in the FIFO: a tile is in flight
         increments = {
             "CYCLES": 1,
             "BUSY_CYCLES": modes.r_rdy,
@@ -286,7 +285,6 @@ class SpartanCore(wiring.Component):
             "TILES_BELOW": stats.valid & stats.payload.data.sparse,
             "A_ERRORS": compactor.error,
         }
-        del in_flight
         for name, _, _ in COUNTERS:
             counter = Signal(COUNTER_BITS, name=f"count_{name.lower()}")
             total = counter + increments[name]

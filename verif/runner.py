@@ -179,21 +179,3 @@ def _tail(path, lines=80):
     except OSError:
         return "(no log)"
 
-
-def main(argv=None):
-    """``python -m verif.runner waves BLOCK``: run the block's testbench (``random_traffic``)
-    in Verilator with waves on and print where the VCD is (``make waves``)."""
-    import sys
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] != "waves":
-        print("usage: python -m verif.runner waves BLOCK", file=sys.stderr)
-        return 2
-    block = argv[1]
-    test_dir = run(block, f"verif.tb_{block}", None, sim="verilator", name="waves", waves=True,
-                   testcase="random_traffic", args={"tiles": 12})
-    print(f"waves: {test_dir / 'dump.vcd'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
