@@ -9,7 +9,7 @@ JOBS     ?= 2
 RTL_DIR  ?= rtl_out
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help venv rtl test test-fast lint waves waves-docs bench bench-quick synth traces clean distclean
+.PHONY: help venv rtl test test-fast lint waves waves-docs bench bench-quick synth traces mutants coverage fuzz clean distclean formal
 
 help:
 	@echo "make rtl     generate every block's Verilog + manifest into $(RTL_DIR)/"
@@ -19,7 +19,11 @@ help:
 	@echo "make waves-docs  redraw docs/img/waves_<block>.png for every block"
 	@echo "make bench   run every benchmark (make bench-quick: the CI-sized run)"
 	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5) of every block: docs/synth.md"
+	@echo "make formal  bounded model checks of every block's outputs and invariants: docs/formal.md"
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
+	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"
+	@echo "make coverage  Verilator line + toggle coverage of the regression: docs/coverage.md"
+	@echo "make fuzz    property-based fuzzing, long profile (make test runs the fast one)"
 	@echo "make clean   remove generated Verilog and simulation builds (distclean: and .venv)"
 
 $(STAMP): pyproject.toml
@@ -41,6 +45,13 @@ test: $(STAMP)
 # The amaranth.sim, golden-model and CLI tests only: seconds, no simulator build.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not cocotb" verif
+
+# Property-based fuzzing (verif/test_fuzz.py) with the long profile: random examples, many
+# more than the fast profile of `make test`; failures are kept in .hypothesis/ and replayed
+# first on the next run (docs/architecture.md, "Property-based fuzzing").
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -n $(JOBS) verif/test_fuzz.py \
+		--hypothesis-show-statistics
 
 lint: rtl
 	$(BIN)/python -m verif.lint $(RTL_DIR)/*.v
@@ -75,6 +86,15 @@ synth: $(SYNTH_STAMP)
 	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp XDG_CACHE_HOME=$(CURDIR)/.cache \
 		nice -n 19 $(BIN)/python -m verif.synth
 
+# Bounded model checks of every block (SymbiYosys + Yices, minutes): docs/formal.md.
+FORMAL_STAMP := $(VENV)/.installed-formal
+$(FORMAL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[formal]'
+	touch $@
+
+formal: $(FORMAL_STAMP)
+	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp $(BIN)/python -m verif.formal
+
 TRACES_STAMP := $(VENV)/.installed-traces
 $(TRACES_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[traces]'
@@ -82,6 +102,16 @@ $(TRACES_STAMP): $(STAMP)
 
 traces: $(TRACES_STAMP)
 	$(BIN)/python -m verif.capture_traces
+
+# Fault injection (~50 min on 2 shared cores): mutants of each block's Verilog against its cocotb
+# tests; never part of `make test` (verif/test_mutants.py checks the generator there).
+mutants: $(STAMP)
+	nice -n 5 $(BIN)/python -m verif.mutants --jobs $(JOBS)
+
+# Coverage (~10 min on 2 cores): the Verilator half of the cocotb regression on coverage
+# builds (their own sim_build/<block>/verilator-cov-* directories), merged per block.
+coverage: $(STAMP)
+	nice -n 5 $(BIN)/python -m verif.coverage --jobs $(JOBS)
 
 clean:
 	rm -rf sim_build .pytest_cache bench.json

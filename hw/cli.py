@@ -32,8 +32,8 @@ def parse_sets(block, items):
 
 
 def read_config(path):
-    """Parameters from a TOML file: top-level ``name = value`` pairs (a ``[params]`` table
-    is also accepted)."""
+    """Parameters from a TOML file: top-level ``name = value`` pairs, and those of a
+    ``[params]`` table if there is one (a ``params`` that is no table is an unknown name)."""
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
@@ -41,7 +41,10 @@ def read_config(path):
         raise UsageError(f"--config must be a readable TOML file, not {str(path)!r} ({e.strerror})")
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"--config must be a readable TOML file, not {str(path)!r} ({e})")
-    return dict(doc.get("params", doc))
+    values = dict(doc)
+    if isinstance(doc.get("params"), dict):
+        values.update(values.pop("params"))
+    return values
 
 
 def block_values(block, config, sets):

@@ -1,27 +1,32 @@
 """Expander (SPEC §4.3): zero-value compression -> dense rows, one output beat a cycle.
 
-The exact inverse of :mod:`hw.compactor`. A row's mask is taken into a register (the next
-row's mask is taken in the same cycle as the row's last output beat, so rows follow without a
-gap) and shifted down ``lanes`` bits per output beat. Per output beat:
+The exact inverse of :mod:`hw.compactor`, in two stages with a valid/ready handshake between
+them, so that the per-beat decisions (which depend on the mask alone) are made a cycle ahead of
+the data they steer:
 
-``need``
-    the popcount of the beat's ``lanes`` mask bits; ``pos`` their exclusive prefix sum (the
-    index of each nonzero lane among the beat's nonzeros).
-``take``
-    ``need > avail``: the staging register (``avail`` < ``lanes`` elements left over from the
-    row's last data beat) is short, so a data beat is consumed in this cycle.
-``window``
-    the staging register OR the data beat shifted up by ``avail`` elements (zero when not
-    taken). Output lane ``i`` is ``window[pos[i]]`` where its mask bit is set, else zero (a
-    crossbar; ``pos[i] <= i`` so lane ``i`` chooses among ``i+1`` elements). The staging
-    register becomes ``window`` shifted down by ``need`` elements, ``avail`` grows by
-    ``lanes`` if a beat was taken and shrinks by ``need``. At the row's end the staging
-    register empties: what is left is the zero fill of the row's last data beat.
+**A: control** (from the row's mask)
+    A row's mask is taken into a register (the next row's mask in the same cycle as the row's
+    last step, so rows follow without a gap) and shifted down ``lanes`` bits per step. Per
+    output beat: ``need`` = the popcount of the beat's ``lanes`` mask bits, ``pos`` their
+    exclusive prefix sum (the index of each nonzero lane among the beat's nonzeros). ``avail``
+    (< ``lanes``) elements are left over in the staging register from the row's last data
+    beat; ``take`` = ``need > avail``: a data beat is consumed for this output beat. Seen as a
+    *window* (the ``avail`` staged elements, then the data beat), output lane ``i`` is window
+    element ``pos[i]`` where its mask bit is set, else zero, and the new staging content is the
+    window shifted down by ``need``; ``avail`` becomes ``(avail - need) mod lanes``. Stage A
+    turns these into *command* registers: the beat's mask bits, ``take``, and for every output
+    lane and every staging slot the index of its source among the staged and the incoming
+    elements. At the row's end ``avail`` returns to 0 (what is left is the zero fill).
+**B: data** (the command register, the data beat, the staging register)
+    Each output lane and staging slot is a multiplexer over its possible sources, steered by
+    the command; the output beat goes to a register (a slot frees when the output is empty or
+    being read). A command is executed when the output register has room and, if it takes a
+    data beat, the data beat is valid.
 
-A register stage holds the output beat (the ready path is one gate: a slot frees when the
-output is empty or being read). Latency: a mask transferred on edge ``t`` gives the row's first
-output beat on ``m_axis`` after edge ``t+1`` (transferable on edge ``t+2``); a data beat taken
-on edge ``t`` is in the output beat transferable on edge ``t+1``.
+Latency: a mask transferred on edge ``t`` gives the row's first command after edge ``t+1`` and
+its first output beat on ``m_axis`` after edge ``t+2`` (transferable on edge ``t+3``:
+:data:`MASK_LATENCY`, 2 before the pipelining for timing); a data beat taken on edge ``t`` is
+in the output beat transferable on edge ``t+1`` (:data:`DATA_LATENCY`).
 
 Malformed input: the mask stream is authoritative. Each row takes exactly
 ``ceil(popcount(mask)/lanes)`` data beats (none for an empty row) and produces ``cols/lanes``
@@ -32,15 +37,31 @@ says with whatever data arrived (a short or long data row shifts every later row
 reset). If the data stream holds fewer beats than the masks call for, the expander waits.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .block import Block
-from .compactor import PARAMS, Compactor, check_cols, input_layout, prefix_sums, shift_elements
+from . import compactor
+from .compactor import PARAMS, Compactor, check_cols, input_layout, prefix_sums
 from .elements import beat_layout
 
-__all__ = ["Expander", "BLOCK"]
+__all__ = ["Expander", "BLOCK", "MASK_LATENCY", "DATA_LATENCY"]
+
+#: Edges from a mask transfer to the transfer of its row's first output beat (output ready):
+#: stage A's command, stage B's output register, then the transfer.
+MASK_LATENCY = 3
+#: Edges from a data beat's transfer to the transfer of the output beat that uses it.
+DATA_LATENCY = 1
+
+
+def gather(sources, index, width):
+    """``sources[index]`` (``width``-bit values); the list is padded with zeros to a power of
+    two, so every value of ``index`` (``ceil(log2(len(sources)))`` bits) selects something."""
+    if len(sources) == 1:
+        return sources[0]
+    padded = sources + [Const(0, width)] * ((1 << len(index)) - len(sources))
+    return Cat(padded).word_select(index, width)
 
 class Expander(wiring.Component):
     """ZVC -> dense expander.
@@ -85,69 +106,87 @@ class Expander(wiring.Component):
         LW = L * W
         mask_in, data_in, out = self.s_axis_mask, self.s_axis_data, self.m_axis
 
-        # The current row's mask, shifted down one slot per output beat.
+        # --- stage A: the current row's mask, shifted down one slot per step ----------------
         mask = Signal(C, name="row_mask")
         mask_last = Signal()
         have_mask = Signal()
         beat = Signal(range(B), name="beat")
         at_end = Signal()
         m.d.comb += at_end.eq(beat == B - 1)
+        avail = self.avail
+
+        slot = mask[:L]
+        pos, need = prefix_sums([slot[i] for i in range(L)])
+        take = need > avail
+        if L > 1:
+            # Output lane ``i`` (``pos[i] <= i``): staged elements 0..i, then data 0..i.
+            out_index = [Mux(pos[i] < avail, pos[i], pos[i] + (i + 1) - avail)
+                         for i in range(L)]
+            # Staging slot ``j`` takes window element ``j + need``: staged elements j..L-1,
+            # then data elements 0..L-1 (only slots below the new ``avail`` matter).
+            stage_index = [Mux(j + need < avail, need, need + L - avail) for j in range(L)]
+        else:  # one lane: nothing is ever staged (``avail`` is always 0)
+            out_index, stage_index = [Const(1, 1)], [Const(0, 1)]
+
+        # --- the command register between the stages ---------------------------------------
+        cmd_valid = Signal()
+        cmd_slot = Signal(L, name="cmd_slot")
+        cmd_take = Signal()
+        cmd_end = Signal()
+        cmd_last = Signal()
+        cmd_out = [Signal(range(2 * (i + 1)), name=f"cmd_out{i}") for i in range(L)]
+        cmd_stage = [Signal(range(2 * L - j), name=f"cmd_stage{j}") for j in range(L)]
 
         # Output register: a new beat can be produced when it is empty or being read.
         out_valid = Signal()
         room = Signal()
-        m.d.comb += [room.eq(~out_valid | out.ready), out.valid.eq(out_valid)]
-
-        slot = mask[:L]
-        pos_values, need_value = prefix_sums([slot[i] for i in range(L)])
-        pos = pos_values  # expressions (see hw/compactor.py)
-        need = Signal(range(L + 1), name="need")
-        m.d.comb += need.eq(need_value)
-
-        avail = self.avail
-        staging = Signal(LW, name="staging")
-        take = Signal()
-        m.d.comb += take.eq(need > avail)
-        produce = Signal()
+        execute = Signal()
+        advance = Signal()
         m.d.comb += [
-            produce.eq(have_mask & room & (~take | data_in.valid)),
-            data_in.ready.eq(have_mask & room & take),
-            mask_in.ready.eq(~have_mask | (produce & at_end)),
+            room.eq(~out_valid | out.ready),
+            out.valid.eq(out_valid),
+            execute.eq(cmd_valid & room & (~cmd_take | data_in.valid)),
+            data_in.ready.eq(cmd_valid & room & cmd_take),
+            advance.eq(have_mask & (~cmd_valid | execute)),
+            mask_in.ready.eq(~have_mask | (advance & at_end)),
         ]
         taken = Signal()
         m.d.comb += taken.eq(data_in.valid & data_in.ready)
 
-        # Nothing is ever left over with one lane or one beat per row: the window is a beat.
-        span = 2 * L if L > 1 and B > 1 else L
-        window = Signal(span * W, name="window")
-        incoming = Mux(take, data_in.payload.data.as_value(), 0)
-        m.d.comb += window.eq(staging | shift_elements(incoming, avail, W, span, left=True))
-        lanes_out = []
-        for i in range(L):
-            chosen = window[:(i + 1) * W].word_select(pos[i], W) if i else window[:W]
-            lanes_out.append(Mux(slot[i], chosen, 0))
-
-        with m.If(produce):
+        with m.If(advance):
             m.d.sync += [
-                out_valid.eq(1),
-                out.payload.data.eq(Cat(lanes_out)),
-                out.payload.last.eq(at_end & mask_last),
+                cmd_valid.eq(1), cmd_slot.eq(slot), cmd_take.eq(take), cmd_end.eq(at_end),
+                cmd_last.eq(at_end & mask_last),
             ]
+            m.d.sync += [c.eq(v) for c, v in zip(cmd_out, out_index)]
+            m.d.sync += [c.eq(v) for c, v in zip(cmd_stage, stage_index)]
             with m.If(at_end):
-                m.d.sync += [have_mask.eq(0), beat.eq(0), staging.eq(0), avail.eq(0)]
+                m.d.sync += [have_mask.eq(0), beat.eq(0), avail.eq(0)]
             with m.Else():
-                m.d.sync += [
-                    beat.eq(beat + 1),
-                    mask.eq(mask >> L),
-                    staging.eq(shift_elements(window, need, W, L, left=False)),
-                    avail.eq(avail + Mux(take, L, 0) - need),
-                ]
-        with m.Elif(out.ready):
-            m.d.sync += out_valid.eq(0)
+                m.d.sync += [beat.eq(beat + 1), mask.eq(mask >> L), avail.eq(avail - need)]
+        with m.Elif(execute):
+            m.d.sync += cmd_valid.eq(0)
 
         with m.If(mask_in.valid & mask_in.ready):
             m.d.sync += [mask.eq(mask_in.payload.data), mask_last.eq(mask_in.payload.last),
                          have_mask.eq(1), beat.eq(0)]
+
+        # --- stage B: multiplexers steered by the command -----------------------------------
+        staging = Signal(LW, name="staging")
+        staged = [staging.word_select(k, W) for k in range(L)]
+        incoming = [data_in.payload.data[k] for k in range(L)]
+        lanes_out = [Mux(cmd_slot[i], gather(staged[:i + 1] + incoming[:i + 1], cmd_out[i], W),
+                         0) for i in range(L)]
+        new_staging = [gather(staged[j:] + incoming, cmd_stage[j], W) for j in range(L)]
+        with m.If(execute):
+            m.d.sync += [
+                out_valid.eq(1),
+                out.payload.data.eq(Cat(lanes_out)),
+                out.payload.last.eq(cmd_last),
+                staging.eq(Cat(new_staging)),
+            ]
+        with m.Elif(out.ready):
+            m.d.sync += out_valid.eq(0)
 
         # Data tlast check: a row's data beats must end with exactly one tlast, on the last.
         closed = Signal()   # a tlast beat was taken in this row
@@ -156,7 +195,7 @@ class Expander(wiring.Component):
         bad = Signal()
         m.d.comb += bad.eq(taken & closed)
         open_after = Mux(taken, ~data_in.payload.last, open_)
-        with m.If(produce & at_end):
+        with m.If(execute & cmd_end):
             m.d.sync += [self.error.eq(row_error | bad | open_after),
                          closed.eq(0), open_.eq(0), row_error.eq(0)]
         with m.Else():
@@ -168,8 +207,8 @@ class Expander(wiring.Component):
 
 
 def _info(expander):
-    return {"latency_cycles": 2, "throughput_beats_per_cycle": 1.0,
-            "data_latency_cycles": 1,
+    return {"latency_cycles": MASK_LATENCY, "throughput_beats_per_cycle": 1.0,
+            "data_latency_cycles": DATA_LATENCY,
             "error_port": "error: one-cycle pulse after a row whose data tlast did not fall "
                           "exactly on its last data beat (the mask is authoritative)"}
 
@@ -220,5 +259,9 @@ ROUNDTRIP_BLOCK = Block(
     params=PARAMS,
     check=check_cols,
     build=lambda **p: RoundTrip(**p),
-    info=lambda rt: {"latency_cycles": 3, "throughput_beats_per_cycle": 1.0},
+    # A row's last input beat to its first output beat: its mask through both, or the data
+    # beat made by that input beat through both, whichever is later.
+    info=lambda rt: {"latency_cycles": max(compactor.MASK_LATENCY + MASK_LATENCY,
+                                           compactor.DATA_LATENCY + DATA_LATENCY),
+                     "throughput_beats_per_cycle": 1.0},
 )

@@ -62,6 +62,15 @@ ISSUE_TO_PUSH = 3
 #: Output FIFO entries (column groups of ``n_par`` sums, or zero-row tokens).
 FIFO_DEPTH = 8
 
+#: Sizes ``make synth`` reports besides the defaults: the dense-only build (the area cost of
+#: sparsity support), a quarter-size array and a double-width one, each also dense-only.
+SYNTH_SIZES = (
+    {"sparse": False},
+    {"k_par": 2, "n_par": 8},
+    {"k_par": 2, "n_par": 8, "sparse": False},
+    {"k_par": 4, "n_par": 32},
+)
+
 PARAMS = (
     P.lanes_param(),
     P.integer("width", 8, 1, 32, "bits per A and B element"),

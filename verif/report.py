@@ -3,7 +3,7 @@ bench``) from the figures it just measured; never edited by hand.
 
 :func:`write` takes the benchmark results (``{bench name: figures}``, as ``bench.json`` holds
 them) and renders whatever benchmarks are present; the synthesis table comes from
-``build/synth.json`` (``make synth``) when that file exists.
+``docs/synth.json`` (written by ``make synth``, committed, so a fresh clone renders it too).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from verif import bench as bench_registry
 
 ROOT = Path(__file__).resolve().parent.parent
-SYNTH_JSON = ROOT / "build" / "synth.json"
+SYNTH_JSON = ROOT / "docs" / "synth.json"
 
 
 def _plt():
@@ -259,7 +259,7 @@ def markdown(results, rel="img"):
         doc = json.loads(SYNTH_JSON.read_text())
         lines += [synth_markdown(doc).replace("## Synthesis", "## Synthesis (`make synth`)", 1)]
     else:
-        lines += ["## Synthesis", "", "build/synth.json is missing: run `make synth`.", ""]
+        lines += ["## Synthesis", "", "docs/synth.json is missing: run `make synth`.", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

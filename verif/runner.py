@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SIM_BUILD = ROOT / "sim_build"
 ALL_SIMS = ("verilator", "icarus")
 TIMESCALE = ("1ns", "1ps")
+#: Verilator coverage builds (``SPARTAN_COVERAGE=1``, ``make coverage``): line (statement
+#: blocks and branches) and toggle coverage. ``--coverage-underscore`` stays off, so Yosys'
+#: ``_NNN_`` temporaries are not toggle points. Each run writes its ``.dat`` file under
+#: COVERAGE_RAW/<block>/ (verif/coverage.py merges them).
+COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
+COVERAGE_RAW = ROOT / "build" / "coverage" / "raw"
 
 __all__ = ["run", "sims", "waves_requested", "ALL_SIMS"]
 
@@ -42,6 +49,11 @@ def sims():
 
 def waves_requested():
     return os.environ.get("WAVES", "") not in ("", "0")
+
+
+def coverage_requested(sim="verilator"):
+    """``SPARTAN_COVERAGE=1`` builds Verilator with coverage (Icarus runs are unchanged)."""
+    return sim == "verilator" and os.environ.get("SPARTAN_COVERAGE", "") not in ("", "0")
 
 
 def _hw_dependencies(module):
@@ -103,34 +115,49 @@ def _get_runner(sim):
     return IcarusVcd()
 
 
-def build(block_name, values=None, *, sim="verilator", waves=False):
+def build(block_name, values=None, *, sim="verilator", waves=False, verilog=None, build_dir=None):
     """Generate and compile one configuration (reused when already built).
-    Returns ``(build_dir, manifest, runner)``; the runner is ready for ``test()``."""
+    Returns ``(build_dir, manifest, runner)``; the runner is ready for ``test()``.
+    ``verilog``: compile this Verilog file as the block's top instead of generating it (the
+    manifest still comes from ``values``), in ``build_dir``, which it requires (fault injection,
+    verif/mutants.py)."""
     from hw import blocks
     from hw.emit import elaborate, manifest, to_verilog
 
     toolchain.apply_sim_env()
     block = blocks.get(block_name)
     params = block.resolve(values)
-    key = json.dumps({"block": block_name, "params": params, "sim": sim, "waves": bool(waves),
-                      "src": _source_digest(block)}, sort_keys=True)
+    config = {"block": block_name, "params": params, "sim": sim, "waves": bool(waves),
+              "src": _source_digest(block)}
+    coverage = coverage_requested(sim)
+    if coverage:  # its own hash and directory: never mixed with the normal builds
+        config["coverage"] = list(COVERAGE_ARGS)
+    key = json.dumps(config, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    build_dir = SIM_BUILD / block_name / f"{sim}-{digest}"
+    if verilog is not None and build_dir is None:
+        raise ValueError("build_dir must be given with verilog, not None")
+    kind = f"{sim}-cov" if coverage else sim   # coverage builds: a directory of their own
+    if verilog is None:
+        build_dir = SIM_BUILD / block_name / f"{kind}-{digest}"
+    build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = build_dir / "generated.stamp"
     verilog_path = build_dir / f"{block.top}.v"
     runner = _get_runner(sim)
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not stamp.exists():
+        if verilog is not None or not stamp.exists():
             _, inner, top = elaborate(block, params)
-            verilog_path.write_text(to_verilog(top, block.top))
+            verilog_path.write_text(Path(verilog).read_text() if verilog is not None
+                                    else to_verilog(top, block.top))
             doc, _ = manifest(block, params, inner, top)
             (build_dir / f"{block.top}.json").write_text(json.dumps(doc, indent=2))
             stamp.write_text(key)
         # Incremental: Verilator skips identical inputs and make has nothing to do; Icarus
         # compares the Verilog's timestamp with its output. Either way, well under a second.
         build_args = list(toolchain.VERILATOR_WAIVERS) if sim == "verilator" else []
+        if coverage:
+            build_args += COVERAGE_ARGS
         runner.build(sources=[verilog_path], hdl_toplevel=block.top, build_dir=build_dir,
                      build_args=build_args, timescale=TIMESCALE, waves=waves, always=False,
                      log_file=build_dir / "build.log")
@@ -152,6 +179,12 @@ def run(block_name, tb_module, values=None, *, sim="verilator", name="run", test
     env = {"SPARTAN_MANIFEST": str(build_dir / f"{doc['top']}.json"),
            "SPARTAN_ARGS": json.dumps(args or {})}
     log = test_dir / "sim.log"
+    plusargs = []
+    if coverage_requested(sim):  # one file per run: runs of the same name never overwrite
+        raw = COVERAGE_RAW / block_name
+        raw.mkdir(parents=True, exist_ok=True)
+        dat = raw / f"{build_dir.name}-{name}-{os.getpid()}-{time.time_ns()}.dat"
+        plusargs.append(f"+verilator+coverage+file+{dat}")
     # Outside pytest's view, cocotb's runner returns the results instead of calling
     # sys.exit() on a failure, so the failure below can quote the simulation log.
     current = os.environ.pop("PYTEST_CURRENT_TEST", None)
@@ -159,6 +192,7 @@ def run(block_name, tb_module, values=None, *, sim="verilator", name="run", test
         results = runner.test(test_module=tb_module, hdl_toplevel=doc["top"],
                               build_dir=build_dir, test_dir=test_dir, testcase=testcase,
                               seed=seed, waves=waves, extra_env=env, timescale=TIMESCALE,
+                              plusargs=plusargs,
                               results_xml=str(test_dir / "results.xml"), log_file=log)
         total, failed = get_results(results)
     except (SystemExit, RuntimeError) as e:

@@ -3,8 +3,8 @@
 For each block of :mod:`hw.blocks`, at its defaults and at two other sizes, the generated
 Verilog goes through YoWASP Yosys (``synth_ice40`` / ``synth_ecp5``) and nextpnr (iCE40 HX8K in
 the CT256 package; ECP5 LFE5U-25F, or -85F when the 25F is too small; speed grade 6, the
-slowest). Every tool runs under ``nice -n 19``, one at a time (a file lock serialises
-concurrent invocations).
+slowest). Every tool runs under ``nice -n 19``; concurrent invocations may synthesise
+different blocks side by side (a file lock per block keeps two off the same block).
 
 What is measured, and how
     The block is wrapped in a *harness* (:func:`harness_verilog`): every input port bit is
@@ -33,7 +33,7 @@ Sizes
     (each only where the parameters are valid).
 
 Results are cached per run in ``build/synth/`` (keyed by the Verilog, the options and the tool
-versions), merged into ``build/synth.json`` and rendered as a Markdown section
+versions), merged into ``docs/synth.json`` (committed: the record the reports render) and rendered as a Markdown section
 (:func:`markdown`, written to ``docs/synth.md`` by ``make synth``).
 
 Usage: ``python -m verif.synth [BLOCK ...] [--families ice40,ecp5] [--freq MHZ] [--defaults-only]``
@@ -57,7 +57,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "synth"
-JSON_PATH = ROOT / "build" / "synth.json"
+JSON_PATH = ROOT / "docs" / "synth.json"
 MARKDOWN_PATH = ROOT / "docs" / "synth.md"
 TARGET_MHZ = 100.0
 SEED = 1
@@ -249,9 +249,11 @@ def tool_versions():
 
 
 @contextlib.contextmanager
-def _lock():
-    BUILD.mkdir(parents=True, exist_ok=True)
-    with open(BUILD / ".lock", "w") as f:
+def _lock(name):
+    # One lock per block: runs of different blocks may overlap (each tool is niced), runs of
+    # the same block wait, so they never race on its cache directory.
+    (BUILD / name).mkdir(parents=True, exist_ok=True)
+    with open(BUILD / name / ".lock", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -355,25 +357,30 @@ def run(names=None, families=("ice40", "ecp5"), freq=TARGET_MHZ, defaults_only=F
     from hw import blocks
     selected = [blocks.get(n) for n in (names or blocks.BLOCKS)]
     fams = [FAMILIES[f] for f in families]
-    doc = json.loads(Path(json_path).read_text()) if Path(json_path).exists() else {}
-    runs = {(r["block"], r["size"], r["family"]): r for r in doc.get("runs", [])}
-    with _lock():
-        for block in selected:
+    fresh = []
+    for block in selected:
+        with _lock(block.name):
             for index, changed in enumerate(sizes(block)[:1] if defaults_only else sizes(block)):
                 for family in fams:
                     result = synthesise(block, changed, family, freq)
                     result["size_index"] = index
-                    runs[(block.name, result["size"], family.name)] = result
+                    fresh.append(result)
                     echo(_line(result))
-    order = list(blocks.BLOCKS)
-    doc = {"tools": tool_versions(), "target_mhz": freq, "seed": SEED,
-           "runs": sorted(runs.values(), key=lambda r: (
-               order.index(r["block"]) if r["block"] in order else len(order),
-               r.get("size_index", 0), list(FAMILIES).index(r["family"])))}
-    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(json_path).write_text(json.dumps(doc, indent=2) + "\n")
-    if markdown_path:
-        Path(markdown_path).write_text(markdown(doc, page=True))
+    # Merge under a lock of its own, re-reading the file: another run may have merged its
+    # blocks while this one was synthesising.
+    with _lock(".merge"):
+        doc = json.loads(Path(json_path).read_text()) if Path(json_path).exists() else {}
+        runs = {(r["block"], r["size"], r["family"]): r for r in doc.get("runs", [])}
+        runs.update({(r["block"], r["size"], r["family"]): r for r in fresh})
+        order = list(blocks.BLOCKS)
+        doc = {"tools": tool_versions(), "target_mhz": freq, "seed": SEED,
+               "runs": sorted(runs.values(), key=lambda r: (
+                   order.index(r["block"]) if r["block"] in order else len(order),
+                   r.get("size_index", 0), list(FAMILIES).index(r["family"])))}
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(doc, indent=2) + "\n")
+        if markdown_path:
+            Path(markdown_path).write_text(markdown(doc, page=True))
     return doc
 
 
@@ -417,7 +424,38 @@ def markdown(doc, page=False):
         fmax = _fmt_fmax(r) if r["fits"] else f"does not fit: {r['reason']}"
         lines.append(f"| {r['block']} | {r['size']} | {device} | {r['lut']} | {r['ff']} | "
                      f"{r['bram']} | {r['dsp']} | {r['lutram']} | {fmax} | {util} |")
+    lines += sparsity_cost(doc["runs"])
     return "\n".join(lines) + "\n"
+
+
+def sparsity_cost(runs):
+    """Markdown lines: each GEMM size against its ``sparse=false`` build on the same device."""
+    fitted = {(r["block"], tuple(sorted((k, v) for k, v in r["changed"].items()
+                                        if k != "sparse")),
+               bool(r["changed"].get("sparse", True)), r["family"]): r
+              for r in runs if r["fits"]}
+    rows = []
+    for (block, size, sparse, family), r in fitted.items():
+        dense = fitted.get((block, size, False, family))
+        if not sparse or dense is None:
+            continue
+        def delta(key):
+            extra = r[key] - dense[key]
+            return f"{extra:+d}" + (f" ({100 * extra / dense[key]:+.0f} %)" if dense[key] else "")
+        fmax = (f"{r['fmax_mhz']:.1f} / {dense['fmax_mhz']:.1f}"
+                if r["fmax_mhz"] and dense["fmax_mhz"] else "n/a")
+        device = r["device"] if r["device"] == dense["device"] else \
+            f"{r['device']} / {dense['device']}"
+        rows.append(f"| {block} | {_tag(dict(size))} | {device} | {delta('lut')} | {delta('ff')} | "
+                    f"{delta('bram')} | {delta('dsp')} | {fmax} |")
+    if not rows:
+        return []
+    return ["", "### The area cost of sparsity support", "",
+            "Each GEMM size against the same size built with `sparse=false` (masks ignored, "
+            "every row dense, no zero skipping), same family: what the sparse datapath "
+            "(mask decode, nonzero selection, per-bank B reads) adds.", "",
+            "| block | parameters | device | LUT | FF | BRAM | DSP | Fmax sparse / dense (MHz) |",
+            "|---|---|---|---:|---:|---:|---:|---:|", *rows]
 
 
 def main(argv=None):

@@ -207,6 +207,59 @@ def _edge_rows(tb):
     return a
 
 
+def row_routes(p, columns):
+    """``{(lane, bank, copy)}`` a row with nonzeros at ``columns`` makes the weight-buffer
+    reads take: in each group of ``k_par`` nonzeros, lane ``i`` reads the bank of its column,
+    copy = (earlier lanes of the group in that bank) mod ``k_par / b_banks``."""
+    kp, banks = p["k_par"], p["b_banks"]
+    copies = kp // banks
+    cols = sorted(columns)
+    routes = set()
+    for g in range(0, len(cols), kp):
+        group = cols[g:g + kp]
+        for i, x in enumerate(group):
+            rank = sum(1 for y in group[:i] if y % banks == x % banks)
+            routes.add((i, x % banks, rank % copies))
+    return routes
+
+
+def route_rows(tb, candidates=400):
+    """Rows (random nonzero values) that together take every (lane, bank, copy) read route a
+    sparse row can take (:func:`verif.coverage.route_reachable`). Candidates: for each route,
+    a row built for it (lane ``l``'s column ``x`` in the bank, the ``l`` lanes below it chosen
+    so that the right number share its bank), plus random rows of every density; then greedily
+    the candidate that takes the most routes not yet taken, until none is left."""
+    from verif.coverage import route_reachable
+    p, k = tb.p, tb.k
+    kp, banks = p["k_par"], p["b_banks"]
+    copies = kp // banks
+    wanted = {(lane, bank, copy) for lane in range(min(kp, k)) for bank in range(banks)
+              for copy in range(copies) if route_reachable(p, lane, bank, copy)}
+    pool = []
+    for lane, bank, copy in sorted(wanted):
+        for x in range(lane, k):
+            same = [y for y in range(x) if y % banks == bank]
+            other = [y for y in range(x) if y % banks != bank]
+            counts = [n for n in range(max(0, lane - len(other)), min(lane, len(same)) + 1)
+                      if n % copies == copy]
+            if x % banks == bank and counts:
+                pool.append([x, *tb.np_rng.permutation(same)[:counts[0]],
+                             *tb.np_rng.permutation(other)[:lane - counts[0]]])
+                break
+    for _ in range(candidates):
+        pool.append(np.flatnonzero(tb.np_rng.random(k) < tb.np_rng.random()).tolist())
+    routes = [row_routes(p, cols) for cols in pool]
+    rows, left = [], set(wanted)
+    while left:
+        best = max(range(len(pool)), key=lambda i: len(routes[i] & left))
+        assert routes[best] & left, f"routes {sorted(left)} taken by no candidate row"
+        left -= routes[best]
+        row = np.zeros(k, dtype=np.uint64)
+        row[pool[best]] = random_elements(tb.np_rng, len(pool[best]), tb.width, 1.0)
+        rows.append(row)
+    return np.array(rows, dtype=np.uint64).reshape(-1, k)
+
+
 @cocotb.test()
 async def random_traffic(dut):
     """Random tiles (1..max_rows rows, densities 0..1), B reloaded between and during tiles,
@@ -233,6 +286,8 @@ async def edge_tiles(dut):
     tb.load_b(extreme=True)
     await tb.b_loaded()
     tb.tile(_edge_rows(tb))
+    if tb.p["sparse"]:   # every (lane, bank, copy) read route; dense-only rows take one each
+        tb.tile(route_rows(tb))
     tb.tile(rows=1, density=1.0, extreme=True)
     tb.tile(rows=1, density=0.0)
     tb.tile(rows=tb.args.get("long_rows", 70), density=tb.rng.random())
@@ -242,6 +297,28 @@ async def edge_tiles(dut):
     tb.tile(rows=3, density=1.0, extreme=True)
     tb.tile(_edge_rows(tb), bad_data_last=True)
     tb.tile(rows=5, density=0.0)
+    await tb.finish()
+
+
+@cocotb.test()
+async def alternating_rows(dut):
+    """Full rows alternating with rows of every data-beat count (1 .. k/lanes beats): the next
+    row's load ends while the other slot still computes a full row, at each beat position of
+    the loader (fault injection found a slot entry written without a data transfer unseen)."""
+    tb = GemmTB(dut)
+    await tb.start(idle=0.2, backpressure=0.2)
+    tb.load_b()
+    await tb.b_loaded()
+    k, lanes = tb.k, tb.lanes
+    rows = []
+    for beats in range(1, k // lanes + 1):
+        rows.append(tb.random_matrix((1, k), 1.0)[0])
+        nnz = min(k, (beats - 1) * lanes + tb.rng.randint(1, lanes))
+        row = np.zeros(k, dtype=np.uint64)
+        cols = tb.np_rng.permutation(k)[:nnz]
+        row[cols] = random_elements(tb.np_rng, nnz, tb.width, 1.0)
+        rows.append(row)
+    tb.tile(np.array(rows))
     await tb.finish()
 
 

@@ -175,13 +175,16 @@ async def stats_held(dut):
 @cocotb.test()
 async def big_tiles(dut):
     """A tile of exactly max_tile_elems elements, and (when the counters are narrow enough to
-    reach it quickly) one longer tile, on which the counters saturate."""
+    reach it quickly) longer tiles, on which the counters saturate: a 90 % dense one, a fully
+    dense one (``nnz`` saturates too) and an all-zero one (``zero_beats`` saturates)."""
     tb = MonitorTB(dut)
     await tb.start(idle=0.05, data_backpressure=0.05, stats_backpressure=0.3)
     beats = -(-tb.max_tile_elems // tb.lanes)
     tb.tile(beats, density=0.5)
     if tb.args.get("overflow", False):
         tb.tile(2 * beats + 1, density=0.9)
+        tb.tile(2 * beats + 1, density=1.0)
+        tb.tile(2 * beats + 1, density=0.0)
     tb.tile(1)
     await tb.finish()
 

@@ -189,6 +189,60 @@ def test_amaranth_sim(config):
     assert errors == (per_row > 1)
 
 
+LATENCY_CASES = [  # (config, which beats of the row hold its nonzeros)
+    (dict(lanes=8, width=8, number_format="int", cols=64), "all"),
+    (dict(lanes=8, width=8, number_format="int", cols=64), "last"),
+    (dict(lanes=4, width=8, number_format="int", cols=4), "all"),     # a row per beat
+]
+
+
+@pytest.mark.parametrize("config, nonzero", LATENCY_CASES,
+                         ids=[f"{config_id(c)}-{n}" for c, n in LATENCY_CASES])
+def test_latency(config, nonzero):
+    """The manifest's latencies (``info``): into an idle compactor, both outputs always ready,
+    a row's mask transfers ``latency_cycles`` edges after the row's last input beat. Its first
+    data beat transfers ``data_latency_cycles`` edges after it when that beat is made by the
+    row's last input beat (``nonzero`` "last", or a one-beat row), and one edge after the mask
+    when it was made earlier (it waits for the mask's grant)."""
+    lanes, beats = config["lanes"], config["cols"] // config["lanes"]
+    dut = Compactor(**config)
+    info = BLOCK.info(dut)
+    edges = {}
+
+    async def bench(ctx):
+        ctx.set(dut.m_axis_mask.ready, 1)
+        ctx.set(dut.m_axis_data.ready, 1)
+        sent, edge = 0, 0
+        await ctx.tick().repeat(2)
+        while "data" not in edges:
+            value = sent + 1 if nonzero == "all" or sent == beats - 1 else 0
+            ctx.set(dut.s_axis.valid, sent < beats)
+            ctx.set(dut.s_axis.payload, {"data": [value] * lanes, "last": sent == beats - 1,
+                                         "user": {"bypass": 0}})
+            _, _, ready, mask_valid, data_valid = await ctx.tick().sample(
+                dut.s_axis.ready, dut.m_axis_mask.valid, dut.m_axis_data.valid)
+            edge += 1
+            if sent < beats and ready:
+                sent += 1
+                if sent == beats:
+                    edges["last_in"] = edge
+            if mask_valid and "mask" not in edges:
+                edges["mask"] = edge
+            if data_valid and "data" not in edges:
+                edges["data"] = edge
+            assert edge < 100, f"no data beat: {edges}"
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert edges["mask"] - edges["last_in"] == info["latency_cycles"]
+    if nonzero == "last" or beats == 1:
+        assert edges["data"] - edges["last_in"] == info["data_latency_cycles"]
+    else:
+        assert edges["data"] - edges["mask"] == 1
+
+
 # --- cocotb in Verilator and Icarus --------------------------------------------------------
 
 @pytest.mark.parametrize("sim", runner.sims())

@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 
 from golden.compactor import encode_stream, expand_stream
 from golden.formats import pack_beat, unpack_beat
-from hw.expander import Expander
+from hw.expander import BLOCK, Expander
 from verif import runner
 from verif.amsim import get_stream, put_stream
 from verif.test_compactor import (AMSIM_CONFIGS, BAD_PARAMETERS, CONFIGS, config_id, dense_stream,
@@ -93,6 +93,62 @@ def test_amaranth_sim(config):
     assert (beats, errors) == expand_stream(masks, flipped, lanes=config["lanes"],
                                             width=config["width"], cols=config["cols"])
     assert errors == 1
+
+
+@pytest.mark.parametrize("config", [CONFIGS[2], dict(lanes=4, width=8, number_format="int", cols=4)],
+                         ids=config_id)
+def test_latency(config):
+    """The manifest's latencies (``info``), output always ready, into an idle expander: a row
+    whose data beat is already valid gives its first output beat ``latency_cycles`` edges after
+    its mask transfers; when the data beat comes late, the output beat that uses it transfers
+    ``data_latency_cycles`` edges after it."""
+    lanes, cols = config["lanes"], config["cols"]
+    dut = Expander(**config)
+    info = BLOCK.info(dut)
+    mask = (1 << cols) - 1  # dense rows: every output beat uses a data beat
+
+    async def row(ctx, data_delay):
+        """One row; its data beats become valid ``data_delay`` edges after it starts. Returns
+        the edges of the mask transfer, the first data transfer and the first output beat."""
+        beats = cols // lanes
+        edges, edge, sent_mask, sent_data, received = {}, 0, False, 0, 0
+        ctx.set(dut.m_axis.ready, 1)
+        while received < beats:
+            ctx.set(dut.s_axis_mask.valid, not sent_mask)
+            ctx.set(dut.s_axis_mask.payload, {"data": mask, "last": 1})
+            data_valid = sent_data < beats and edge >= data_delay
+            ctx.set(dut.s_axis_data.valid, data_valid)
+            ctx.set(dut.s_axis_data.payload, {"data": [sent_data + 1] * lanes,
+                                              "last": sent_data == beats - 1})
+            _, _, mask_ready, data_ready, out_valid = await ctx.tick().sample(
+                dut.s_axis_mask.ready, dut.s_axis_data.ready, dut.m_axis.valid)
+            edge += 1
+            if not sent_mask and mask_ready:
+                sent_mask, edges["mask"] = True, edge
+            if data_valid and data_ready:
+                sent_data += 1
+                edges.setdefault("data", edge)
+            if out_valid:
+                received += 1
+                edges.setdefault("out", edge)
+            assert edge < 200, f"row not expanded: {edges}"
+        ctx.set(dut.s_axis_mask.valid, 0)
+        ctx.set(dut.s_axis_data.valid, 0)
+        return edges
+
+    results = []
+
+    async def bench(ctx):
+        for delay in (0, 20):
+            results.append(await row(ctx, delay))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    on_time, late = results
+    assert on_time["out"] - on_time["mask"] == info["latency_cycles"]
+    assert late["out"] - late["data"] == info["data_latency_cycles"]
 
 
 @pytest.mark.parametrize("sim", runner.sims())

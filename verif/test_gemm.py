@@ -225,7 +225,8 @@ def test_amaranth_sim_signed_extremes():
 @pytest.mark.parametrize("config", CONFIGS, ids=_id)
 def test_gemm(config, sim):
     runner.run("gemm", "verif.tb_gemm", config, sim=sim, name="regression",
-               testcase=["random_traffic", "edge_tiles", "reset_mid_tile", "timing"],
+               testcase=["random_traffic", "edge_tiles", "alternating_rows", "reset_mid_tile",
+                         "timing"],
                args={"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70})
 
 

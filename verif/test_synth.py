@@ -82,7 +82,8 @@ def test_no_fit_detected_and_other_failures_not():
 
 
 def test_markdown_row():
-    run = {"block": "monitor", "size": "defaults", "family": "ice40", "device": "iCE40HX8K-CT256",
+    run = {"block": "monitor", "size": "defaults", "changed": {}, "family": "ice40",
+           "device": "iCE40HX8K-CT256",
            "fits": True, "lut": 564, "ff": 173, "bram": 0, "dsp": 0, "lutram": 0,
            "fmax_mhz": 55.136, "reason": None, "utilisation": {"ICESTORM_LC": [893, 7680]}}
     too_big = dict(run, size="lanes=64", fits=False, device=None, fmax_mhz=None, utilisation={},
@@ -91,6 +92,20 @@ def test_markdown_row():
                            "runs": [run, too_big]})
     assert "| monitor | defaults | iCE40HX8K-CT256 | 564 | 173 | 0 | 0 | 0 | 55.1 | 11.6 % |" in text
     assert "| monitor | lanes=64 | ice40 | 564 | 173 | 0 | 0 | 0 | does not fit: iCE40HX8K" in text
+
+
+def test_sparsity_cost_pairs_each_gemm_with_its_dense_build():
+    base = {"block": "gemm", "family": "ecp5", "fits": True, "bram": 4, "dsp": 64}
+    runs = [dict(base, changed={}, device="LFE5U-85F-6", lut=7500, ff=3000, fmax_mhz=57.5),
+            dict(base, changed={"sparse": False}, device="LFE5U-25F-6", lut=6000, ff=2500,
+                 fmax_mhz=70.0),
+            dict(base, changed={"k_par": 2}, device="LFE5U-25F-6", lut=900, ff=400,
+                 fmax_mhz=80.0)]                      # no dense twin: no row
+    lines = synth.sparsity_cost(runs)
+    assert lines[-1] == ("| gemm | defaults | LFE5U-85F-6 / LFE5U-25F-6 | +1500 (+25 %) | "
+                         "+500 (+20 %) | +0 (+0 %) | +0 (+0 %) | 57.5 / 70.0 |")
+    assert sum(line.startswith("| gemm") for line in lines) == 1
+    assert synth.sparsity_cost(runs[2:]) == []
 
 
 def test_default_sizes_halve_and_double_lanes():
