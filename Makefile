@@ -14,6 +14,7 @@ export PATH := $(BIN):$(PATH)
 help:
 	@echo "make rtl     generate every block's Verilog + manifest into $(RTL_DIR)/"
 	@echo "make test    the whole regression (Verilator and Icarus)"
+	@echo "make test-fast  no cocotb simulations: amaranth.sim, golden, fuzz, formal-flow, CLI (~1 min)"
 	@echo "make lint    verilator --lint-only -Wall on every generated top"
 	@echo "make waves   spartan sim BLOCK (default monitor): waves/BLOCK/dump.vcd + .gtkw"
 	@echo "make waves-docs  redraw docs/img/waves_<block>.png for every block"
@@ -44,7 +45,7 @@ test: $(STAMP)
 
 # The amaranth.sim, golden-model and CLI tests only: seconds, no simulator build.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not cocotb" verif
+	$(BIN)/python -m pytest -n $(JOBS) -m "not cocotb" verif
 
 # Property-based fuzzing (verif/test_fuzz.py) with the long profile: random examples, many
 # more than the fast profile of `make test`; failures are kept in .hypothesis/ and replayed
