@@ -357,17 +357,24 @@ def run(names=None, families=("ice40", "ecp5"), freq=TARGET_MHZ, defaults_only=F
     from hw import blocks
     selected = [blocks.get(n) for n in (names or blocks.BLOCKS)]
     fams = [FAMILIES[f] for f in families]
-    fresh = []
+    doc = None
     for block in selected:
         with _lock(block.name):
             for index, changed in enumerate(sizes(block)[:1] if defaults_only else sizes(block)):
                 for family in fams:
                     result = synthesise(block, changed, family, freq)
                     result["size_index"] = index
-                    fresh.append(result)
                     echo(_line(result))
-    # Merge under a lock of its own, re-reading the file: another run may have merged its
-    # blocks while this one was synthesising.
+                    # Merged at once: an interrupted run keeps what it finished.
+                    doc = merge([result], json_path, markdown_path, freq)
+    return doc
+
+
+def merge(fresh, json_path=JSON_PATH, markdown_path=MARKDOWN_PATH, freq=TARGET_MHZ):
+    """Merge result dicts into ``json_path`` (one row per block, size and family) and rewrite
+    ``markdown_path``, under a lock, re-reading the file: another run may have merged its
+    blocks meanwhile."""
+    from hw import blocks
     with _lock(".merge"):
         doc = json.loads(Path(json_path).read_text()) if Path(json_path).exists() else {}
         runs = {(r["block"], r["size"], r["family"]): r for r in doc.get("runs", [])}
