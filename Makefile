@@ -9,7 +9,7 @@ JOBS     ?= 2
 RTL_DIR  ?= rtl_out
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help venv rtl test test-fast lint waves waves-docs bench bench-quick synth traces mutants coverage fuzz clean distclean formal
+.PHONY: help venv rtl test test-fast lint waves waves-docs docs-registers bench bench-quick synth traces mutants coverage fuzz clean distclean formal
 
 help:
 	@echo "make rtl     generate every block's Verilog + manifest into $(RTL_DIR)/"
@@ -18,6 +18,7 @@ help:
 	@echo "make lint    verilator --lint-only -Wall on every generated top"
 	@echo "make waves   spartan sim BLOCK (default monitor): waves/BLOCK/dump.vcd + .gtkw"
 	@echo "make waves-docs  redraw docs/img/waves_<block>.png for every block"
+	@echo "make docs-registers  rewrite docs/registers.md from the core's register map (PeakRDL)"
 	@echo "make bench   run every benchmark (make bench-quick: the CI-sized run)"
 	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5) of every block: docs/synth.md"
 	@echo "make formal  bounded model checks of every block's outputs and invariants: docs/formal.md"
@@ -60,6 +61,10 @@ lint: rtl
 BLOCK ?= monitor
 waves: $(STAMP)
 	$(BIN)/spartan sim $(BLOCK)
+
+# docs/registers.md: PeakRDL-markdown of the default core's register map (hw/registers.py).
+docs-registers: $(STAMP)
+	$(BIN)/python -m hw.registers docs/registers.md
 
 # The pictures of docs/waveforms.md: each block's standard stimulus, fixed seed, the busiest
 # 48 cycles.
@@ -116,7 +121,7 @@ coverage: $(STAMP)
 
 clean:
 	rm -rf sim_build .pytest_cache bench.json
-	rm -f $(RTL_DIR)/*.v $(RTL_DIR)/*.json $(RTL_DIR)/*.h
+	rm -f $(RTL_DIR)/*.v $(RTL_DIR)/*.json $(RTL_DIR)/*.h $(RTL_DIR)/*.rdl $(RTL_DIR)/*.ipxact.xml $(RTL_DIR)/*_regs.md
 
 distclean: clean
 	rm -rf $(VENV) .hypothesis

@@ -1,8 +1,9 @@
 """AXI4-Lite register slave generated from one register-map description.
 
 The map (:class:`RegisterMap`: registers of named fields, plus read-only windows onto memories)
-is the single source of four things: the hardware decode in :class:`AxiLiteRegisters`, the
-manifest's ``registers`` list, the C header and the Markdown register reference.
+is the single source of the hardware decode in :class:`AxiLiteRegisters`, the manifest's
+``registers`` list and the SystemRDL description (:mod:`hw.registers`), from which PeakRDL
+renders the C header, the Markdown reference and the IP-XACT export.
 
 Bus behaviour (32-bit data, byte addresses, ``addr[1:0]`` ignored):
 
@@ -20,18 +21,31 @@ Bus behaviour (32-bit data, byte addresses, ``addr[1:0]`` ignored):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Field", "Register", "Window", "RegisterMap", "AxiLiteRegisters", "axil_members",
-           "RESP_OKAY", "RESP_SLVERR"]
+__all__ = ["ACCESS", "BUS_DOC", "Field", "Register", "Window", "RegisterMap", "AxiLiteRegisters",
+           "axil_members", "RESP_OKAY", "RESP_SLVERR"]
 
 RESP_OKAY = 0b00
 RESP_SLVERR = 0b10
 DATA_WIDTH = 32
+
+#: The bus behaviour above, for register references (the SystemRDL's description).
+BUS_DOC = ("AXI4-Lite, 32-bit data, byte addresses (`addr[1:0]` ignored). Any address that is "
+           "neither a register nor a table word answers SLVERR (reads return 0, writes do "
+           "nothing); writes to read-only registers are ignored with OKAY; `wstrb` masks bytes. "
+           "A write-only single-pulse field (the one-shot commands) acts once when a 1 is "
+           "written to it and reads 0.")
+
+
+#: Field access kinds. ``rw``: stored here, read back; ``ro``: driven by the logic around the
+#: slave; ``const``: read-only, always its reset value (driven here); ``w1p``: writing 1 pulses
+#: it for one cycle, reads 0.
+ACCESS = ("rw", "ro", "const", "w1p")
 
 
 @dataclass(frozen=True)
@@ -39,12 +53,21 @@ class Field:
     name: str
     lsb: int
     width: int
-    access: str  # "rw", "ro" or "w1p"
+    access: str
     doc: str
+    reset: int | None = 0  # value after reset; None: undefined (a memory's contents)
 
     def __post_init__(self):
-        if self.access not in ("rw", "ro", "w1p"):
-            raise ValueError(f"access must be one of 'rw', 'ro' or 'w1p', not {self.access!r}")
+        if self.access not in ACCESS:
+            raise ValueError(f"access must be one of {', '.join(map(repr, ACCESS))}, "
+                             f"not {self.access!r}")
+        if self.reset is not None and not 0 <= self.reset < 1 << self.width:
+            raise ValueError(f"reset of field {self.name} must fit in {self.width} bits, "
+                             f"not {self.reset:#x}")
+
+
+def _reset_value(fields):
+    return sum((f.reset or 0) << f.lsb for f in fields)
 
 
 @dataclass(frozen=True)
@@ -53,30 +76,38 @@ class Register:
     offset: int
     doc: str
     fields: tuple
-    reset: int = 0  # reset value of the rw fields, as a whole register
 
     @property
     def access(self):
-        kinds = {f.access for f in self.fields}
-        if kinds == {"ro"}:
-            return "ro"
-        return "rw" if "rw" in kinds or "w1p" in kinds else "ro"
+        return "rw" if any(f.access in ("rw", "w1p") for f in self.fields) else "ro"
 
     @property
     def width(self):
         return max(f.lsb + f.width for f in self.fields)
 
+    @property
+    def reset(self):
+        """The whole register's value after reset (what a read returns before any write)."""
+        return _reset_value(self.fields)
+
 
 @dataclass(frozen=True)
 class Window:
-    """``words`` read-only 32-bit words at ``offset``, ``offset+4``, ... backed by a memory that
-    answers a word index one cycle after it is presented."""
+    """``entries`` read-only entries of ``entry_words`` 32-bit words each from ``offset`` on
+    (word ``w`` of entry ``e`` at ``offset + 4*(entry_words*e + w)``), backed by a memory that
+    answers a word index one cycle after it is presented. ``fields`` lay out one entry as an
+    ``32*entry_words``-bit value, word 0 in its low 32 bits."""
 
     name: str
     offset: int
-    words: int
+    entries: int
     doc: str
-    entries: tuple = field(default=())  # optional per-word names within an entry, e.g. NNZ/ELEMS
+    fields: tuple
+    entry_words: int = 1
+
+    @property
+    def words(self):
+        return self.entries * self.entry_words
 
 
 class RegisterMap:
@@ -100,59 +131,18 @@ class RegisterMap:
         return next(r for r in self.registers if r.name == name)
 
     def manifest(self):
+        def fields(fs):
+            return [{"name": f.name, "lsb": f.lsb, "width": f.width, "access": f.access,
+                     "reset": f.reset, "doc": f.doc} for f in fs]
         out = []
         for r in self.registers:
             out.append({"name": r.name, "offset": r.offset, "access": r.access, "width": r.width,
-                        "reset": r.reset, "doc": r.doc,
-                        "fields": [{"name": f.name, "lsb": f.lsb, "width": f.width,
-                                    "access": f.access, "doc": f.doc} for f in r.fields]})
+                        "reset": r.reset, "doc": r.doc, "fields": fields(r.fields)})
         for w in self.windows:
             out.append({"name": w.name, "offset": w.offset, "access": "ro", "width": DATA_WIDTH,
-                        "words": w.words, "doc": w.doc,
-                        "entries": list(w.entries)})
+                        "words": w.words, "entries": w.entries, "entry_words": w.entry_words,
+                        "doc": w.doc, "fields": fields(w.fields)})
         return out
-
-    def c_header(self, constants=()):
-        guard = f"{self.prefix.upper()}_REGS_H"
-        p = self.prefix.upper()
-        lines = [f"/* {self.prefix} register map. Generated by `spartan generate`: do not edit. */",
-                 f"#ifndef {guard}", f"#define {guard}", ""]
-        for name, value in constants:
-            lines.append(f"#define {p}_{name} 0x{value:08x}u")
-        lines.append("")
-        for r in self.registers:
-            lines.append(f"/* {r.name}: {r.doc} */")
-            lines.append(f"#define {p}_{r.name}_OFFSET 0x{r.offset:04x}u")
-            for f in r.fields:
-                if len(r.fields) == 1 and f.name == r.name:
-                    continue
-                lines.append(f"#define {p}_{r.name}_{f.name}_LSB {f.lsb}u")
-                lines.append(f"#define {p}_{r.name}_{f.name}_MASK 0x{((1 << f.width) - 1) << f.lsb:08x}u")
-            lines.append("")
-        for w in self.windows:
-            lines.append(f"/* {w.name}: {w.doc} */")
-            lines.append(f"#define {p}_{w.name}_OFFSET 0x{w.offset:04x}u")
-            lines.append(f"#define {p}_{w.name}_WORDS {w.words}u")
-            lines.append("")
-        lines.append(f"#endif /* {guard} */")
-        return "\n".join(lines) + "\n"
-
-    def markdown(self, title):
-        lines = [f"# {title}", "",
-                 "Generated from the register map in `hw/core.py` by `spartan generate core` "
-                 "(`docs/registers.md` is rewritten by `make docs-registers`): do not edit.", "",
-                 "| offset | name | access | fields | description |", "|---|---|---|---|---|"]
-        for r in self.registers:
-            fields = "<br>".join(f"`[{f.lsb + f.width - 1}:{f.lsb}]` {f.name} ({f.access}): {f.doc}"
-                                 for f in r.fields)
-            lines.append(f"| `0x{r.offset:04x}` | `{r.name}` | {r.access} | {fields} | {r.doc} |")
-        for w in self.windows:
-            lines.append(f"| `0x{w.offset:04x}`–`0x{w.offset + 4 * w.words - 1:04x}` | "
-                         f"`{w.name}` | ro | {w.words} words | {w.doc} |")
-        lines.append("")
-        lines.append("Access: `rw` read/write; `ro` read-only (writes ignored, OKAY); `w1p` write 1 "
-                     "to act once, reads 0. Any other address answers SLVERR.")
-        return "\n".join(lines) + "\n"
 
 
 def axil_members(addr_width):
@@ -172,9 +162,10 @@ def axil_members(addr_width):
 
 class AxiLiteRegisters(wiring.Component):
     """The slave. For the logic around it, per field ``fields[(reg, field)]`` is:
-    ``rw``: the stored value (driven here); ``ro``: an input to drive; ``w1p``: a one-cycle
-    pulse (driven here). Per window ``window_addr[name]`` (word index, driven here) and
-    ``window_data[name]`` (32-bit input, the word at the address presented one cycle before)."""
+    ``rw``: the stored value (driven here); ``ro``: an input to drive; ``const``: its reset
+    value (driven here); ``w1p``: a one-cycle pulse (driven here). Per window
+    ``window_addr[name]`` (word index, driven here) and ``window_data[name]`` (32-bit input,
+    the word at the address presented one cycle before)."""
 
     def __init__(self, regmap: RegisterMap):
         self._map = regmap
@@ -182,7 +173,7 @@ class AxiLiteRegisters(wiring.Component):
         self.fields = {}
         for r in regmap.registers:
             for f in r.fields:
-                init = (r.reset >> f.lsb) & ((1 << f.width) - 1) if f.access == "rw" else 0
+                init = f.reset if f.access == "rw" else 0
                 self.fields[(r.name, f.name)] = Signal(f.width, name=f"{r.name}_{f.name}",
                                                        init=init)
         self.window_addr = {w.name: Signal(range(max(w.words, 2)), name=f"{w.name}_addr")
@@ -221,6 +212,8 @@ class AxiLiteRegisters(wiring.Component):
                 sig = self.fields[(r.name, f.name)]
                 if f.access == "w1p":
                     m.d.sync += sig.eq(0)
+                elif f.access == "const":
+                    m.d.comb += sig.eq(f.reset)
         with m.If(do_write):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1), bresp.eq(RESP_SLVERR)]
             for r in rm.registers:

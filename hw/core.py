@@ -39,6 +39,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from . import params as P
+from . import registers
 from .axil import AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members
 from .block import Block
 from .compactor import MAX_COLS, Compactor
@@ -67,8 +68,9 @@ COUNTERS = (
     ("TILES_DENSE", 0x1C, "tiles completed in dense mode"),
     ("TILES_SPARSE", 0x20, "tiles completed in sparse mode"),
     ("ROWS_EMPTY", 0x24, "A rows with no nonzero element"),
-    ("MACS_DONE", 0x28, "multiply-accumulates performed (dense row: k*n, sparse row: nnz*n)"),
-    ("MACS_SKIPPED", 0x2C, "rows*k*n - MACS_DONE"),
+    ("MACS_DONE", 0x28, "multiply-accumulates performed (dense row: `k*n`, sparse row: "
+                        "`nnz*n`)"),
+    ("MACS_SKIPPED", 0x2C, "`rows*k*n - MACS_DONE`"),
     ("CONFLICT_CYCLES", 0x30, "cycles lost to weight-bank conflicts"),
     ("ZERO_BEATS", 0x38, "A beats whose lanes were all zero (the monitor's zero_beats)"),
     ("TILES_BELOW", 0x3C, "tiles the monitor measured at or below THRESHOLD (its sparse bit)"),
@@ -79,20 +81,25 @@ COUNTERS = (
 TABLE_OFFSET = 0x1000
 
 
-def register_map(table_depth):
-    """The core's register map: the one description behind the decode, the manifest, the C
-    header and docs/registers.md."""
+def register_map(table_depth, count_bits):
+    """The core's register map: the one description behind the decode, the manifest and the
+    SystemRDL (:mod:`hw.registers`) from which PeakRDL renders the C header, docs/registers.md
+    and the IP-XACT export. ``count_bits``: width of the monitor's ``nnz``/``elems``."""
     regs = [
-        Register("ID", 0x00, "constant identifying the block and version",
-                 (Field("ID", 0, 32, "ro", "0x5350 'SP', block 0x01, version 0x01"),)),
+        Register("ID", 0x00, "constant identifying the block and version", (
+            Field("ID", 0, 32, "const", "0x5350 'SP', block 0x01 (core), version 0x01",
+                  reset=ID_VALUE),)),
         Register("CTRL", 0x04, "mode and one-shot commands", (
-            Field("MODE", 0, 2, "rw", "0 auto (density table), 1 force dense, 2 force sparse"),
-            Field("PASS_START", 2, 1, "w1p", "write 1: number the next tile 0"),
+            Field("MODE", 0, 2, "rw", "0 auto (density table), 1 force dense, 2 force sparse "
+                                      "(3 behaves as 1)"),
+            Field("PASS_START", 2, 1, "w1p", "write 1: number the next tile 0 (between passes)"),
             Field("CLEAR", 3, 1, "w1p", "write 1: zero every counter"),
             Field("FORGET", 4, 1, "w1p", "write 1: invalidate every density-table entry"),
         )),
-        Register("THRESHOLD", 0x08, "sparse iff nnz*256 <= THRESHOLD*elems", (
-            Field("THRESHOLD", 0, 8, "rw", "density threshold in 1/256 steps"),), reset=0x80),
+        Register("THRESHOLD", 0x08, "a tile with an entry runs sparse (auto mode) iff "
+                                    "`nnz*256 <= THRESHOLD*elems`", (
+            Field("THRESHOLD", 0, 8, "rw", "density threshold in 1/256 steps; reset 0x80: "
+                                           "sparse at or below 50 % nonzeros", reset=0x80),)),
         Register("TILE", 0x0C, "tiles started in this pass (the next tile's index)",
                  (Field("TILE", 0, 32, "ro", "tile index of the next A tile"),)),
         Register("TABLE_BASE", 0x34, "first density-table entry of this pass",
@@ -101,9 +108,15 @@ def register_map(table_depth):
     regs += [Register(name, offset, doc + " (saturating)",
                       (Field(name, 0, COUNTER_BITS, "ro", doc),)) for name, offset, doc in COUNTERS]
     regs.sort(key=lambda r: r.offset)
-    table = Window("DENSITY_TABLE", TABLE_OFFSET, 2 * table_depth,
-                   "entry e at offset 8e: word 0 = nnz | valid << 31, word 1 = elems",
-                   entries=("NNZ_VALID", "ELEMS"))
+    table = Window(
+        "DENSITY_TABLE", TABLE_OFFSET, table_depth,
+        "the monitor's measurement of tile t of the last pass that saw it, in entry "
+        "TABLE_BASE + t: entry e is the two words at offset 8e (NNZ and VALID, then ELEMS)",
+        (Field("NNZ", 0, count_bits, "ro", "nonzero elements of the tile", reset=None),
+         Field("VALID", 31, 1, "ro", "the entry holds a measurement (cleared by reset and "
+                                     "CTRL.FORGET)"),
+         Field("ELEMS", 32, count_bits, "ro", "elements of the tile", reset=None)),
+        entry_words=2)
     return RegisterMap("spartan_core", regs, [table], addr_width=16)
 
 
@@ -139,7 +152,7 @@ class SpartanCore(wiring.Component):
     def __init__(self, **params):
         p = BLOCK.resolve(params)
         self._p = p
-        self._map = register_map(p["table_depth"])
+        self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length())
         members = {
             "s_axis_a": In(stream.Signature(beat_layout(p["lanes"], p["width"]))),
             "s_axis_b": In(stream.Signature(beat_layout(p["lanes"], p["width"]))),
@@ -178,7 +191,6 @@ class SpartanCore(wiring.Component):
         pass_start, clear, forget = (f[("CTRL", "PASS_START")], f[("CTRL", "CLEAR")],
                                      f[("CTRL", "FORGET")])
         table_base = f[("TABLE_BASE", "TABLE_BASE")]
-        m.d.comb += f[("ID", "ID")].eq(ID_VALUE)
 
         # --- A: s_axis_a -> monitor -> compactor (with the tile's mode in tuser) -------------
         a, mon_in, mon_out = self.s_axis_a, monitor.s_axis, monitor.m_axis
@@ -313,7 +325,7 @@ def _info(core):
         "tiles_in_flight": TILES_IN_FLIGHT,
         "axil": {"addr_width": rm.addr_width, "data_width": 32,
                  "resp": {"okay": 0, "slverr": 2}},
-        "extra_files": {"spartan_core_regs.h": rm.c_header([("ID_VALUE", ID_VALUE)])},
+        "extra_files": registers.render(rm, BLOCK.top),
     }
 
 
