@@ -20,7 +20,8 @@ help:
 	@echo "make waves-docs  redraw docs/img/waves_<block>.png for every block"
 	@echo "make docs-registers  rewrite docs/registers.md from the core's register map (PeakRDL)"
 	@echo "make bench   run every benchmark (make bench-quick: the CI-sized run)"
-	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5) of every block: docs/synth.md"
+	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5; 3 placement seeds) of every block, the GEMM's"
+	@echo "             figure of merit and ASIC proxy: docs/synth.md (SYNTH_ARGS=\"gemm --families ecp5,asic\")"
 	@echo "make formal  bounded model checks of every block's outputs and invariants: docs/formal.md"
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"
@@ -56,7 +57,7 @@ fuzz: $(STAMP)
 		--hypothesis-show-statistics
 
 lint: rtl
-	$(BIN)/python -m verif.lint $(RTL_DIR)/*.v
+	$(BIN)/python -m verif.lint $(filter-out %_inst.v,$(wildcard $(RTL_DIR)/*.v))
 
 BLOCK ?= monitor
 waves: $(STAMP)
@@ -90,7 +91,7 @@ $(SYNTH_STAMP): $(STAMP)
 
 synth: $(SYNTH_STAMP)
 	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp XDG_CACHE_HOME=$(CURDIR)/.cache \
-		nice -n 19 $(BIN)/python -m verif.synth
+		nice -n 19 $(BIN)/python -m verif.synth --jobs $(JOBS) $(SYNTH_ARGS)
 
 # Bounded model checks of every block (SymbiYosys + Yices, minutes): docs/formal.md.
 FORMAL_STAMP := $(VENV)/.installed-formal
@@ -121,7 +122,8 @@ coverage: $(STAMP)
 
 clean:
 	rm -rf sim_build .pytest_cache bench.json
-	rm -f $(RTL_DIR)/*.v $(RTL_DIR)/*.json $(RTL_DIR)/*.h $(RTL_DIR)/*.rdl $(RTL_DIR)/*.ipxact.xml $(RTL_DIR)/*_regs.md
+	rm -f $(RTL_DIR)/*.v $(RTL_DIR)/*.json $(RTL_DIR)/*.h $(RTL_DIR)/*.rdl $(RTL_DIR)/*.ipxact.xml $(RTL_DIR)/*_regs.md \
+		$(RTL_DIR)/*.core $(RTL_DIR)/*.f $(RTL_DIR)/*.sdc $(RTL_DIR)/*.xdc
 
 distclean: clean
 	rm -rf $(VENV) .hypothesis

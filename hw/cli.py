@@ -1,24 +1,49 @@
 """``spartan``: the generator's command line (SPEC §3).
 
 Errors in what the user typed print one line on stderr and exit with status 2; nothing is
-written. ``sim``, ``waves`` (verif/sim.py, verif/waves.py), ``bench`` and ``estimate`` add
-their own parsers here; their work is done in the modules they import on use.
+written. Anything else that goes wrong is a bug: one line saying so, exit status 70, and the
+traceback with ``--debug`` (anywhere on the line). ``sim``, ``waves`` (verif/sim.py,
+verif/waves.py), ``bench`` and ``estimate`` add their own parsers here; their work is done in
+the modules they import on use.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import tomllib
+import traceback
 from pathlib import Path
 
-from . import blocks
+from . import __version__, blocks
 
 EXIT_USAGE = 2
+EXIT_BUG = 70  # EX_SOFTWARE of sysexits.h: an internal software error
+
+#: A ``--config`` file larger than this is no parameter file (and reading ``/dev/zero`` would
+#: never end).
+CONFIG_MAX_BYTES = 1 << 20
+
+#: TOML tables and arrays nested deeper than this hold no parameter set.
+CONFIG_MAX_DEPTH = 16
 
 
 class UsageError(Exception):
     """A mistake in what the user asked for: reported in one line, exit status 2."""
+
+
+class Bug(Exception):
+    """An internal error while doing what a checked request asked: exit status 70."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (``UsageError``) instead of the usage
+    text and an exit from inside the parser."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
 
 
 def parse_sets(block, items):
@@ -31,16 +56,43 @@ def parse_sets(block, items):
     return values
 
 
+def _depth(value):
+    """Nesting depth of TOML tables and arrays, without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= CONFIG_MAX_DEPTH:
+            children = item.values() if isinstance(item, dict) else \
+                item if isinstance(item, list) else ()
+            stack += [(child, depth + 1) for child in children]
+    return deepest
+
+
 def read_config(path):
     """Parameters from a TOML file: top-level ``name = value`` pairs, and those of a
     ``[params]`` table if there is one (a ``params`` that is no table is an unknown name)."""
+    what = "--config must be a readable TOML file"
     try:
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise UsageError(f"{what}, not {str(path)!r} (no regular file)")
+            raw = f.read(CONFIG_MAX_BYTES + 1)
     except OSError as e:
-        raise UsageError(f"--config must be a readable TOML file, not {str(path)!r} ({e.strerror})")
+        raise UsageError(f"{what}, not {str(path)!r} ({e.strerror})") from None
+    if len(raw) > CONFIG_MAX_BYTES:
+        raise UsageError(f"{what} of at most {CONFIG_MAX_BYTES} bytes, not {str(path)!r}")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{what} in UTF-8, not {str(path)!r} (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"--config must be a readable TOML file, not {str(path)!r} ({e})")
+        raise UsageError(f"{what}, not {str(path)!r} ({e})") from None
+    except RecursionError:
+        raise UsageError(f"{what} nested at most {CONFIG_MAX_DEPTH} deep, not "
+                         f"{str(path)!r}") from None
+    if _depth(doc) > CONFIG_MAX_DEPTH:
+        raise UsageError(f"{what} nested at most {CONFIG_MAX_DEPTH} deep, not {str(path)!r}")
     values = dict(doc)
     if isinstance(doc.get("params"), dict):
         values.update(values.pop("params"))
@@ -48,13 +100,23 @@ def read_config(path):
 
 
 def block_values(block, config, sets):
+    """The checked parameters from ``--config`` and ``--set``; any mistake is a UsageError."""
     values = read_config(config) if config else {}
-    values.update(parse_sets(block, sets))
-    return block.resolve(values)
+    values.update(_as_usage(parse_sets, block, sets))
+    return _as_usage(block.resolve, values)
+
+
+def _as_usage(function, *args, **kwargs):
+    """Run a check of what the user gave; its ``ValueError``/``TypeError`` is a usage error."""
+    try:
+        return function(*args, **kwargs)
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e)) from None
 
 
 def cmd_list(args):
-    for block in blocks.BLOCKS.values():
+    chosen = [_as_usage(blocks.get, args.block)] if args.block else blocks.BLOCKS.values()
+    for block in chosen:
         print(f"{block.name}  (top {block.top}): {block.summary}")
         for p in block.params:
             default = str(p.default).lower() if p.kind is bool else p.default
@@ -62,11 +124,69 @@ def cmd_list(args):
     return 0
 
 
+def _generate(block_name, *, config=None, sets=(), values=None, name=None, clock_mhz=100.0,
+              axi_names=False, out_dir="rtl_out", core_vlnv=None):
+    """Every user input checked first (block, parameters, name, clock, output paths); then the
+    work, where any failure but a write error is a :class:`Bug`."""
+    from . import emit, ip
+    block = _as_usage(blocks.get, block_name)
+    top = _as_usage(ip.check_name, name, "--name") if name is not None else block.top
+    clock_mhz = _as_usage(ip.check_clock_mhz, clock_mhz)
+    given = dict(values or {})
+    if config:
+        given.update(read_config(config))
+    given.update(_as_usage(parse_sets, block, sets))
+    params = _as_usage(block.resolve, given)
+    _as_usage(emit.check_outputs, [Path(out_dir) / f for f in ip.output_names(top)])
+    try:
+        return emit.generate(block, params, out_dir, name=top, clock_mhz=clock_mhz,
+                             axi_names=axi_names, core_vlnv=core_vlnv)
+    except emit.OutputError as e:
+        raise UsageError(str(e)) from None
+    except Exception as e:
+        raise Bug(f"generating {block.name} failed") from e
+
+
 def cmd_generate(args):
-    from .emit import generate
-    block = blocks.get(args.block)
-    values = block_values(block, args.config, args.set)
-    for path in generate(block, values, args.output):
+    for path in _generate(args.block, config=args.config, sets=args.set, name=args.name,
+                          clock_mhz=args.clock_mhz, axi_names=args.axi_names,
+                          out_dir=args.output):
+        print(path)
+    return 0
+
+
+def cmd_fusesoc_gen(args):
+    """FuseSoC generator (``fusesoc/spartan.core``): read the GAPI 1.0 input FuseSoC writes,
+    generate the requested configuration into the current folder with a core named as FuseSoC
+    asked. ``parameters``: ``block`` (required), ``name``, ``clock_mhz``, ``axi_names``, and
+    ``params``, a mapping of block parameters (``spartan list BLOCK``)."""
+    import yaml  # FuseSoC's own dependency: present wherever FuseSoC runs this
+    try:
+        with open(args.input) as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"INPUT must be FuseSoC's generator input (YAML), not {args.input!r} "
+                         f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict) \
+            or not isinstance(doc.get("vlnv"), str):
+        raise UsageError(f"INPUT must hold FuseSoC's 'vlnv' and a 'parameters' mapping, "
+                         f"not {args.input!r}")
+    given = dict(doc["parameters"])
+    known = ("block", "name", "clock_mhz", "axi_names", "params")
+    unknown = [k for k in given if k not in known]
+    if unknown or "block" not in given:
+        raise UsageError(f"generator parameters must be block (required), name, clock_mhz, "
+                         f"axi_names and params, not {sorted(given)}")
+    params = given.get("params") or {}
+    if not isinstance(params, dict):
+        raise UsageError(f"generator parameter params must be a mapping, not {params!r}")
+    if not isinstance(given.get("axi_names", False), bool):
+        raise UsageError(f"generator parameter axi_names must be true or false, "
+                         f"not {given['axi_names']!r}")
+    for path in _generate(given["block"], values=params, name=given.get("name"),
+                          clock_mhz=given.get("clock_mhz", 100.0),
+                          axi_names=given.get("axi_names", False), out_dir=".",
+                          core_vlnv=doc["vlnv"]):
         print(path)
     return 0
 
@@ -103,15 +223,37 @@ def add_param_options(parser):
     parser.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file")
 
 
+def _version():
+    from importlib import metadata
+    return f"spartan-rtl {__version__} (amaranth {metadata.version('amaranth')})"
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="spartan", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="spartan", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (allowed anywhere)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the blocks and their parameters").set_defaults(func=cmd_list)
-    gen = sub.add_parser("generate", help="write <top>.v and <top>.json")
+    lst = sub.add_parser("list", help="the blocks and their parameters")
+    lst.add_argument("block", nargs="?", help="only this block")
+    lst.set_defaults(func=cmd_list)
+    gen = sub.add_parser("generate", help="write <top>.v, <top>.json and the IP files beside "
+                         "them (docs/interfaces.md)")
     gen.add_argument("block")
     add_param_options(gen)
+    gen.add_argument("--name", metavar="NAME", help="top module name (default spartan_<block>); "
+                     "every other module and every file is named after it")
+    gen.add_argument("--clock-mhz", default=100.0, metavar="MHZ",
+                     help="clock of the SDC/XDC constraint templates (default 100)")
+    gen.add_argument("--axi-names", action="store_true",
+                     help="clock aclk and synchronous active-low reset aresetn "
+                     "instead of clk and rst")
     gen.add_argument("-o", "--output", default="rtl_out", metavar="DIR")
     gen.set_defaults(func=cmd_generate)
+    fgen = sub.add_parser("fusesoc-gen", help="FuseSoC generator: generate the configuration "
+                          "FuseSoC's input file asks for into the current folder")
+    fgen.add_argument("input", metavar="INPUT.yml")
+    fgen.set_defaults(func=cmd_fusesoc_gen)
     bench = sub.add_parser("bench", help="run benchmarks and print their figures")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     bench.add_argument("--quick", action="store_true", help="smaller runs, for CI")
@@ -133,18 +275,47 @@ def build_parser():
     return parser
 
 
+def _split_debug(argv):
+    """``--debug`` may stand anywhere before a ``--``: take it out before parsing."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    return debug, [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
 
+
+def report_bug(error, debug):
+    """One line on stderr saying an internal error is a bug; the traceback with ``--debug``."""
+    cause = error.__cause__ if isinstance(error, Bug) and error.__cause__ else error
+    where = f"{error}: " if isinstance(error, Bug) else ""
+    if debug:
+        traceback.print_exception(cause, file=sys.stderr)
+    detail = str(cause).splitlines()[0] if str(cause) else ""
+    print(f"spartan: internal error (a bug, please report it): {where}"
+          f"{type(cause).__name__}{': ' + detail if detail else ''}"
+          f"{'' if debug else ' (run again with --debug for the traceback)'}", file=sys.stderr)
+    return EXIT_BUG
 
 
 def main(argv=None):
-    parser = build_parser()
-    # argparse's own usage errors already exit 2 with a short message.
-    args = parser.parse_args(argv)
+    debug, argv = _split_debug(argv)
+    args = None
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
-    except (UsageError, ValueError, TypeError) as e:
+    except UsageError as e:
         print(f"spartan: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except (ValueError, TypeError) as e:
+        # sim, waves, estimate and bench still report their usage errors this way.
+        if getattr(args, "func", None) in (cmd_generate, cmd_list, cmd_fusesoc_gen):
+            return report_bug(e, debug)
+        print(f"spartan: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("spartan: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        return report_bug(e, debug)
 
 
 if __name__ == "__main__":

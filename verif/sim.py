@@ -9,7 +9,8 @@ the simulation log::
 The standard stimulus is the block's own testbench test (``verif/tb_<block>.py``), by default
 its ``random_traffic`` test with the arguments in :data:`STIMULUS`; a block without one gets the
 generic manifest-driven stimulus of :mod:`verif.tb_streams`. The testbench's scoreboard runs as
-in ``make test``: a failure still leaves the waveform, and ``spartan sim`` exits with status 1.
+in ``make test``: a failure still leaves the waveform. The last line printed is the verdict:
+``PASS``, or ``FAIL <reason>`` with exit status 1.
 
 FST: the simulators here write VCD (Verilator's FST writer needs liblz4-dev at build time, and
 ``spartan waves`` reads VCD); ``--waves fst`` converts the VCD with GTKWave's ``vcd2fst`` and
@@ -159,9 +160,8 @@ def cmd_sim(args):
     try:
         built = runner.build(block.name, values, sim=args.sim, waves=True)
     except (SystemExit, RuntimeError, subprocess.CalledProcessError) as e:
-        print(f"spartan: error: building {block.name} for {args.sim} failed ({e}); see "
-              f"build.log under sim_build/{block.name}/", file=sys.stderr)
-        return 1
+        return _fail(f"building {block.name} for {args.sim} failed ({e}); see build.log under "
+                     f"sim_build/{block.name}/")
     build_dir, doc, _ = built
     name = f"sim-{os.getpid()}"  # concurrent runs of one configuration stay apart
     run_dir = build_dir / "runs" / name
@@ -171,12 +171,11 @@ def cmd_sim(args):
         runner.run(block.name, module, values, sim=args.sim, name=name, testcase=test,
                    seed=seed, waves=True, args=test_args, built=built)
     except AssertionError as e:
-        failure = str(e).splitlines()[0]
+        failure = (str(e).splitlines() or ["the testbench failed"])[0]
     dump = run_dir / "dump.vcd"
     if not dump.exists():
-        print(f"spartan: error: the simulation left no waveform ({failure or 'no dump.vcd'}); "
-              f"log {run_dir / 'sim.log'}", file=sys.stderr)
-        return 1
+        return _fail(f"the simulation left no waveform ({failure or 'no dump.vcd'}); "
+                     f"log {run_dir / 'sim.log'}")
     out.mkdir(parents=True, exist_ok=True)
     vcd = out / "dump.vcd"
     shutil.move(str(dump), vcd)
@@ -195,14 +194,20 @@ def cmd_sim(args):
     else:
         write_gtkw(gtkw, vcd, doc)
     print(f"{block.name}: {module}.{test} ({args.sim}, seed {seed}"
-          + (f", {args.cycles} cycles max" if args.cycles else "") + ")")
+          + (f", {args.cycles} cycles max: the scoreboard did not run" if args.cycles else "")
+          + ")")
     print(f"waveform: {final}")
     print(f"gtkwave:  gtkwave {final} {gtkw}")
     if args.waves == "vcd":
         print(f"picture:  spartan waves {final} -o {out / (block.name + '.png')}")
         print(f"report:   spartan waves {final} --streams")
     if failure:
-        print(f"spartan: error: the testbench failed: {failure} (log {out / 'sim.log'})",
-              file=sys.stderr)
-        return 1
+        return _fail(f"the testbench failed: {failure} (log {out / 'sim.log'})")
+    print("PASS")
     return 0
+
+
+def _fail(reason):
+    """The verdict line of a run that did not pass: ``FAIL <reason>``, last, exit status 1."""
+    print(f"FAIL {reason}", flush=True)
+    return 1
