@@ -123,10 +123,11 @@ def _render(rdl, top):
     title = node.get_property("name")
     texts["markdown"] = (
         f"# {title}\n\n"
-        f"Generated: do not edit. The register map in `hw/core.py` is rendered as SystemRDL "
-        f"(`{names['rdl']}`, written by `spartan generate core` beside the Verilog with the C "
-        f"header `{names['header']}` and the IP-XACT `{names['ipxact']}`); PeakRDL-markdown "
-        f"wrote this page from it for the default parameters (`make docs-registers`).\n\n"
+        f"Generated: do not edit. `spartan generate core` writes the register map of "
+        f"`hw/core.py` as SystemRDL (`{names['rdl']}`) beside the Verilog, and PeakRDL renders "
+        f"from it the C header `{names['header']}`, the IP-XACT `{names['ipxact']}` and this "
+        f"page (`{names['markdown']}`; docs/registers.md is the one of the default parameters, "
+        f"rewritten by `make docs-registers`).\n\n"
         f"Access: `rw` read/write; `r` read-only (writes ignored, OKAY); `w` with single pulse: "
         f"write 1 to act once, reads 0. Reset `—`: memory contents, undefined.\n\n"
         + texts["markdown"])
