@@ -258,6 +258,8 @@ def markdown(results, rel="img"):
         from verif.synth import markdown as synth_markdown
         doc = json.loads(SYNTH_JSON.read_text())
         lines += [synth_markdown(doc).replace("## Synthesis", "## Synthesis (`make synth`)", 1)]
+        from verif.synth import merit_summary_markdown
+        lines += [merit_summary_markdown(doc)]
     else:
         lines += ["## Synthesis", "", "docs/synth.json is missing: run `make synth`.", ""]
     return "\n".join(lines).rstrip() + "\n"
