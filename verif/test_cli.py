@@ -401,3 +401,28 @@ def test_probe_random_output_paths(tmp_path, parts):
     status, generated = probe(tmp_path, ["generate", "monitor", "-o",
                                          str(tmp_path.joinpath(*parts))])
     assert generated == (status == 0)
+
+
+# --- spartan sim: the verdict ---------------------------------------------------------------
+
+def test_sim_ends_with_pass_or_fail(tmp_path, monkeypatch):
+    """``spartan sim`` prints its verdict last: ``PASS`` (exit 0), or ``FAIL <reason>`` (exit
+    1) when the testbench fails, here a real run whose result is then declared failed. The
+    configuration is test_waves.py's, so the Verilator build is shared."""
+    args = ["sim", "monitor", "--seed", "7", "--cycles", "60"]
+    passed = spartan(*args, "-o", str(tmp_path / "pass"))
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.splitlines()[-1] == "PASS"
+    from verif import runner
+    real_run = runner.run
+
+    def failing_run(*a, **k):
+        real_run(*a, **k)
+        raise AssertionError("scoreboard: 1 element differs (injected)\nmore detail")
+
+    monkeypatch.setattr(runner, "run", failing_run)
+    status, stdout, stderr = run_cli(*args, "-o", str(tmp_path / "fail"))
+    last = stdout.splitlines()[-1]
+    assert status == 1 and last.startswith("FAIL the testbench failed: scoreboard: 1 element "
+                                           "differs (injected)"), (status, stdout, stderr)
+    assert "PASS" not in stdout and (tmp_path / "fail" / "dump.vcd").exists()
