@@ -30,7 +30,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "spartan_core_regs.h"
+/* The generated header; a core generated with `--name NAME` has it as NAME_regs.h (same
+   contents): build with -DSPARTAN_CORE_REGS_H_FILE='"NAME_regs.h"'. */
+#ifndef SPARTAN_CORE_REGS_H_FILE
+#define SPARTAN_CORE_REGS_H_FILE "spartan_core_regs.h"
+#endif
+#include SPARTAN_CORE_REGS_H_FILE
 
 #ifdef __cplusplus
 extern "C" {

@@ -168,7 +168,8 @@ class Harness {
         ar_.address = static_cast<uint32_t>(address);
         r_.done = false;
         wait([this] { return r_.done; }, "AXI4-Lite read");
-        if (r_.resp != 0) fail("read of 0x%lx answered %u, expected OKAY", (unsigned long)address, r_.resp);
+        if (r_.resp != 0)
+            fail("read of 0x%lx answered %u, expected OKAY", (unsigned long)address, r_.resp);
         return r_.data;
     }
 
@@ -220,8 +221,13 @@ class Harness {
         bool ready = false;
     };
 
-    bool chance(unsigned percent) { return std::uniform_int_distribution<unsigned>(0, 99)(rng_) < percent; }
-    unsigned delay() { return chance(cfg_.idle_percent) ? std::uniform_int_distribution<unsigned>(1, 4)(rng_) : 0; }
+    bool chance(unsigned percent) {
+        return std::uniform_int_distribution<unsigned>(0, 99)(rng_) < percent;
+    }
+    // Cycles before a master channel offers its request: 0, or 1-4 as often as sources idle.
+    unsigned delay() {
+        return chance(cfg_.idle_percent) ? std::uniform_int_distribution<unsigned>(1, 4)(rng_) : 0;
+    }
     uint32_t garbage() { return static_cast<uint32_t>(rng_()); }
 
     template <typename T, typename V, typename L>
@@ -248,7 +254,8 @@ class Harness {
 
     // Rows of `row` elements, lanes per beat, tlast on the packet's last beat.
     void queue(Source& source, const std::vector<uint64_t>& elements, unsigned row) {
-        if (elements.empty() || elements.size() % row) fail("a packet of %zu elements", elements.size());
+        if (elements.empty() || elements.size() % row)
+            fail("a packet of %zu elements", elements.size());
         for (std::size_t i = 0; i < elements.size(); i += cfg_.lanes) {
             std::vector<uint64_t> lanes(elements.begin() + i, elements.begin() + i + cfg_.lanes);
             source.queue.push_back({pack(lanes, cfg_.width), i + cfg_.lanes == elements.size()});
@@ -256,7 +263,8 @@ class Harness {
     }
 
     void take_c() {
-        for (uint64_t v : unpack(get(top_->m_axis_c_tdata), cfg_.lanes, cfg_.acc_width)) c_.push_back(v);
+        for (uint64_t v : unpack(get(top_->m_axis_c_tdata), cfg_.lanes, cfg_.acc_width))
+            c_.push_back(v);
         if (top_->m_axis_c_tlast) {
             out_ << "c " << c_tiles_;
             for (uint64_t v : c_) out_ << ' ' << v;
@@ -373,7 +381,8 @@ int main(int argc, char** argv) {
             struct spartan_core_entry entries[2];
             unsigned depth = SPARTAN_CORE_TABLE_DEPTH;
             out << "errors threshold_256=" << spartan_core_set_threshold(&core, 256)
-                << " mode_3=" << spartan_core_set_mode(&core, static_cast<enum spartan_core_mode>(3))
+                << " mode_3="
+                << spartan_core_set_mode(&core, static_cast<enum spartan_core_mode>(3))
                 << " layer_past_end=" << spartan_core_select_layer(&core, depth - 1, 2)
                 << " layer_base_past_end=" << spartan_core_select_layer(&core, depth + 1, 0)
                 << " entry_past_end=" << spartan_core_read_entry(&core, depth, entries)
@@ -405,7 +414,8 @@ int main(int argc, char** argv) {
             unsigned rows = 0;
             line >> rows;
             std::vector<uint64_t> v = values(line);
-            if (v.size() != static_cast<std::size_t>(rows) * cfg.k) fail("tile: %zu elements", v.size());
+            if (v.size() != static_cast<std::size_t>(rows) * cfg.k)
+                fail("tile: %zu elements", v.size());
             h.send_tile(v);
         } else if (command == "drain") {
             h.drain();

@@ -23,7 +23,8 @@ import pytest
 
 from golden.core import EVENT_COUNTERS, CoreModel
 from golden.formats import random_elements
-from hw.core import BLOCK
+from hw import registers
+from hw.core import BLOCK, SpartanCore
 from hw.emit import generate
 from verif import runner, toolchain
 
@@ -35,8 +36,6 @@ CONFIG = dict(lanes=4, width=8, k=16, n=16, k_par=1, n_par=16, table_depth=4)
 C_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 #: Percent of cycles a source idles before offering a beat / a sink refuses one.
 IDLE_PERCENT, STALL_PERCENT = 30, 30
-
-pytestmark = pytest.mark.cocotb  # a Verilator build: not part of `make test-fast`
 
 
 def _compiler():
@@ -122,7 +121,8 @@ class Script:
             c, sparse = self.model.run_tile(a_raw)
             self.c.append(c)
             decisions.append(sparse)
-            self.command(f"tile {a_raw.shape[0]} " + " ".join(str(int(x)) for x in a_raw.reshape(-1)))
+            elements = " ".join(str(int(x)) for x in a_raw.reshape(-1))
+            self.command(f"tile {a_raw.shape[0]} {elements}")
         self.command("drain")
         self.decisions.append(decisions)
         self.read_counters()
@@ -197,6 +197,7 @@ def _parse(text):
     return out
 
 
+@pytest.mark.cocotb  # a Verilator build: not part of `make test-fast`
 @pytest.mark.parametrize("seed", [1, 2])
 def test_driver_end_to_end(harness, tmp_path, seed):
     script = _scenario(seed)
@@ -229,7 +230,8 @@ def test_driver_end_to_end(harness, tmp_path, seed):
     previous_cycles = 0
     for index, (got, want) in enumerate(zip(out["counters"], script.counters)):
         for name in EVENT_COUNTERS:
-            assert got[name] == want[name], f"read {index}: {name} = {got[name]}, expected {want[name]}"
+            assert got[name] == want[name], \
+                f"read {index}: {name} = {got[name]}, expected {want[name]}"
         assert got["STALL_CYCLES"] <= got["BUSY_CYCLES"] <= got["CYCLES"], got
         if index < len(script.counters) - 1:  # (the last read follows a CLEAR)
             assert got["CYCLES"] > previous_cycles and got["BUSY_CYCLES"] > 0, got
@@ -253,3 +255,25 @@ def test_driver_end_to_end(harness, tmp_path, seed):
     predicted = [[e[4] for e in out["entries"][0:2]], [e[4] for e in out["entries"][2:4]]]
     assert predicted[0] == [int(d) for d in script.decisions[1]]
     assert predicted[1] == [int(d) for d in script.decisions[3]]
+
+
+def test_driver_builds_against_a_renamed_header(tmp_path):
+    """A core generated with ``--name foo`` ships foo_regs.h (same contents): the driver takes
+    its name from SPARTAN_CORE_REGS_H_FILE; and C++ code can include the driver's header."""
+    header = registers.render(SpartanCore(**CONFIG).regmap, BLOCK.top)[
+        registers.file_names(BLOCK.top)["header"]]
+    (tmp_path / "foo_regs.h").write_text(header)
+    subprocess.run([_compiler(), *C_FLAGS, "-DSPARTAN_CORE_REGS_H_FILE=\"foo_regs.h\"",
+                    "-I", str(SW), "-I", str(tmp_path), "-c", str(SW / "spartan_core.c"),
+                    "-o", str(tmp_path / "driver.o")], check=True)
+    cxx = shutil.which("g++") or shutil.which("c++")
+    assert cxx, "a C++ compiler (g++) is needed"
+    depth = CONFIG["table_depth"]
+    (tmp_path / "user.cpp").write_text(
+        '#include "spartan_core.h"\n'
+        f"int main() {{ return SPARTAN_CORE_TABLE_DEPTH == {depth} ? 0 : 1; }}\n")
+    subprocess.run([cxx, "-Wall", "-Wextra", "-Werror",
+                    "-DSPARTAN_CORE_REGS_H_FILE=\"foo_regs.h\"", "-I", str(SW), "-I",
+                    str(tmp_path), str(tmp_path / "user.cpp"),
+                    str(tmp_path / "driver.o"), "-o", str(tmp_path / "user")], check=True)
+    subprocess.run([str(tmp_path / "user")], check=True)
