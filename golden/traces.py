@@ -1,7 +1,8 @@
 """Activation traces: the file layout of real im2col GEMM inputs, its loader and validator.
 
 A trace is one ``.npz`` file (``numpy.savez`` / ``savez_compressed``) holding, for one snapshot
-of a network, the input of every layer's GEMM after im2col. It is the input of
+of a network, the input of every layer's GEMM after im2col and, optionally, the error arriving
+at every layer's output (what the backward pass streams). It is the input of
 ``spartan estimate FILE.npz`` and of the benchmarks that replay real activations; the committed
 examples are in ``data/traces/`` (how they were made: ``data/traces/README.md``).
 
@@ -17,9 +18,17 @@ Layout (every key, nothing else)
     ``w_shape_<name>``  integer array of 4: the weight shape ``(C_out, C_in, k_h, k_w)``, so
                         ``N = C_out`` and ``K`` must equal ``C_in * k_h * k_w``. A fully
                         connected layer is ``(N, K, 1, 1)``.
+    ``dy_<name>``       optional, 2-D array ``(M, N)``: the output error ``dY``, the gradient of
+                        the loss with respect to the layer's output ``Y = A . W`` for the same
+                        batch, after every mask the layers behind it apply (ReLU, max-pool
+                        routing); row = output position in ``a_<name>``'s row order, column =
+                        ``c_out``. Same dtypes as ``a_<name>``. Traces without it (the first
+                        version of this layout) still load: their backward GEMMs have no
+                        measured error.
     ``meta``            optional, a str: JSON describing how the trace was made.
 
-So each layer defines a GEMM ``(M, K, N)``: ``A`` (M x K) times weights (K x N).
+So each layer defines a GEMM ``(M, K, N)``: ``A`` (M x K) times weights (K x N); with ``dy``
+also the backward GEMMs ``dA = dY . W^T`` and ``dW = A^T . dY`` (golden/estimate.py).
 
 Every violation raises :class:`TraceError` (a ``ValueError``) with a one-line message naming the
 file, the key, what it must be and what it is.
@@ -51,6 +60,7 @@ class Layer:
     name: str
     a: np.ndarray           # (M, K) im2col input
     w_shape: tuple          # (C_out, C_in, k_h, k_w)
+    dy: np.ndarray | None = None    # (M, N) output error, if the trace has it
 
     @property
     def gemm(self):
@@ -65,6 +75,11 @@ class Layer:
     def density(self):
         """Fraction of nonzero elements of the im2col input."""
         return self.nnz / self.a.size
+
+    @property
+    def dy_density(self):
+        """Fraction of nonzero elements of the output error, ``None`` without one."""
+        return None if self.dy is None else int(np.count_nonzero(self.dy)) / self.dy.size
 
 
 @dataclass(frozen=True)
@@ -107,10 +122,11 @@ def validate(arrays, path="trace"):
                 _fail(path, f"key {key!r} must be present (layer {name!r} is listed in 'layers'), "
                             f"not missing")
             expected.add(key)
+        expected.add(f"dy_{name}")
     extra = sorted(keys - expected - {"meta"})
     if extra:
-        _fail(path, f"keys must be 'layers', 'meta', and a_<name>/w_shape_<name> for each listed "
-                    f"layer, not {extra[0]!r}")
+        _fail(path, f"keys must be 'layers', 'meta', and a_<name>/w_shape_<name>[/dy_<name>] for "
+                    f"each listed layer, not {extra[0]!r}")
     meta = {}
     if "meta" in keys:
         raw = arrays["meta"]
@@ -123,13 +139,7 @@ def validate(arrays, path="trace"):
     layers = []
     for name in names:
         a, w = arrays[f"a_{name}"], arrays[f"w_shape_{name}"]
-        if a.dtype.name not in _A_DTYPES:
-            _fail(path, f"key 'a_{name}' must have a float or integer dtype, not {a.dtype}")
-        if a.ndim != 2 or 0 in a.shape:
-            _fail(path, f"key 'a_{name}' must be a 2-D array (M output positions, K = C_in*k_h*k_w), "
-                        f"not shape {a.shape}")
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
-            _fail(path, f"key 'a_{name}' must be finite, not containing NaN or infinity")
+        _check_numbers(path, f"a_{name}", a, "M output positions, K = C_in*k_h*k_w")
         if w.dtype.kind not in "iu" or w.shape != (4,):
             _fail(path, f"key 'w_shape_{name}' must be 4 integers (C_out, C_in, k_h, k_w), not "
                         f"{w.dtype} of shape {w.shape}")
@@ -140,8 +150,24 @@ def validate(arrays, path="trace"):
         if a.shape[1] != k:
             _fail(path, f"key 'a_{name}' must have K = C_in*k_h*k_w = {k} columns (w_shape "
                         f"{w_shape}), not {a.shape[1]}")
-        layers.append(Layer(name, a, w_shape))
+        dy = arrays.get(f"dy_{name}")
+        if dy is not None:
+            _check_numbers(path, f"dy_{name}", dy, "M output positions, N = C_out")
+            if dy.shape != (a.shape[0], w_shape[0]):
+                _fail(path, f"key 'dy_{name}' must have shape (M, C_out) = "
+                            f"{(a.shape[0], w_shape[0])}, not {dy.shape}")
+        layers.append(Layer(name, a, w_shape, dy))
     return Trace(str(path), tuple(layers), meta)
+
+
+def _check_numbers(path, key, array, dims):
+    """A 2-D, non-empty, finite array of one of the accepted dtypes."""
+    if array.dtype.name not in _A_DTYPES:
+        _fail(path, f"key {key!r} must have a float or integer dtype, not {array.dtype}")
+    if array.ndim != 2 or 0 in array.shape:
+        _fail(path, f"key {key!r} must be a 2-D array ({dims}), not shape {array.shape}")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        _fail(path, f"key {key!r} must be finite, not containing NaN or infinity")
 
 
 def load(path):
@@ -167,11 +193,14 @@ def load(path):
 
 
 def save(path, layers, meta=None):
-    """Write ``layers`` (``[(name, a, w_shape), ...]``) in the layout, compressed."""
-    arrays = {"layers": np.array([name for name, _, _ in layers], dtype=str)}
-    for name, a, w_shape in layers:
+    """Write ``layers`` (``[(name, a, w_shape[, dy]), ...]``, ``dy`` may be None) in the
+    layout, compressed."""
+    arrays = {"layers": np.array([name for name, *_ in layers], dtype=str)}
+    for name, a, w_shape, *rest in layers:
         arrays[f"a_{name}"] = np.asarray(a)
         arrays[f"w_shape_{name}"] = np.asarray(w_shape, dtype=np.int64)
+        if rest and rest[0] is not None:
+            arrays[f"dy_{name}"] = np.asarray(rest[0])
     if meta is not None:
         arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
     validate(arrays, path)

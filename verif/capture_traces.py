@@ -2,8 +2,10 @@
 
 Trains a small ReLU CNN on scikit-learn's ``load_digits`` (1797 8x8 handwritten digits that
 ship inside the package, so it runs offline) and, at several points of training, saves the
-im2col input of every conv layer for a fixed probe batch as a trace (layout and loader:
-golden/traces.py) under data/traces/, with data/traces/README.md describing the result.
+im2col input of every conv layer for a fixed probe batch, and the error ``dY`` arriving at each
+conv layer's output when that batch's loss is back-propagated (no update is made from it), as a
+trace (layout and loader: golden/traces.py) under data/traces/, with data/traces/README.md
+describing the result.
 
 The network and its training are plain NumPy (forward and backward through im2col), not
 PyTorch: PyTorch's PyPI wheel for Linux pulls in several GB of CUDA packages. ``im2col`` here
@@ -98,18 +100,25 @@ class Net:
             x = relu
             if name == "conv2":
                 b, c, h, w = x.shape
-                blocks = x.reshape(b, c, h // 2, 2, w // 2, 2)
-                pooled = blocks.max(axis=(3, 5))
-                # Ties only happen among ReLU zeros, whose gradient is masked anyway.
-                self.cache["pool"] = (x.shape, blocks == pooled[:, :, :, None, :, None])
-                x = pooled
+                windows = x.reshape(b, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5) \
+                    .reshape(b, c, h // 2, w // 2, 4)
+                # The error goes to ONE position per window, the first maximum (as PyTorch
+                # does): equal maxima are common (zeros, and identical patches of background).
+                first = np.argmax(windows, axis=-1)
+                route = (np.arange(4) == first[..., None]).reshape(b, c, h // 2, w // 2, 2, 2) \
+                    .transpose(0, 1, 2, 4, 3, 5)
+                self.cache["pool"] = (x.shape, route)
+                x = windows.max(axis=-1)
         self.cache["gap"] = x.shape
         feat = x.mean(axis=(2, 3))
         self.cache["fc"] = feat
         return feat @ self.params["fc.w"].T + self.params["fc.b"]
 
     def backward(self, logits, labels):
-        """Softmax cross-entropy loss and gradients of every parameter."""
+        """Softmax cross-entropy loss and gradients of every parameter. Keeps in ``self.dys``
+        each conv layer's output error ``dY`` (rows in im2col row order, columns ``c_out``):
+        the gradient with respect to the conv output after its ReLU mask and, for conv2, the
+        max-pool routing."""
         n = logits.shape[0]
         z = logits - logits.max(axis=1, keepdims=True)
         p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
@@ -121,12 +130,14 @@ class Net:
         dfeat = d @ self.params["fc.w"]
         b, c, h, w = self.cache["gap"]
         dx = np.broadcast_to(dfeat[:, :, None, None] / (h * w), (b, c, h, w))
+        self.dys = {}
         for name, cin, cout, k in reversed(CONVS):
             if name == "conv2":
                 shape, mask = self.cache["pool"]
                 dx = (mask * dx[:, :, :, None, :, None]).reshape(shape)
             in_shape, cols, active = self.cache[name]
             dy = (dx * active).transpose(0, 2, 3, 1).reshape(-1, cout)
+            self.dys[name] = dy
             grads[f"{name}.w"] = dy.T @ cols
             grads[f"{name}.b"] = dy.sum(0)
             if name != CONVS[0][0]:
@@ -149,10 +160,10 @@ def accuracy(net, x, y):
     return float((net.forward(x).argmax(1) == y).mean())
 
 
-def capture(net, probe, epoch, step, accs, out_dir):
-    net.forward(probe)
-    layers = [(name, net.cols[name].astype(np.float32), Net.weight_shape(name))
-              for name, *_ in CONVS]
+def capture(net, probe, probe_labels, epoch, step, accs, out_dir):
+    net.backward(net.forward(probe), probe_labels)
+    layers = [(name, net.cols[name].astype(np.float32), Net.weight_shape(name),
+               net.dys[name].astype(np.float32)) for name, *_ in CONVS]
     meta = {
         "dataset": "sklearn.datasets.load_digits (8x8, values/16)",
         "network": "conv1 1->8, conv2 8->16 +maxpool2, conv3 16->32 +GAP, fc 32->10; "
@@ -161,6 +172,8 @@ def capture(net, probe, epoch, step, accs, out_dir):
         "seed": SEED, "epoch": epoch, "step": step, "batch": BATCH, "lr": LR,
         "momentum": MOMENTUM, "probe_images": len(probe),
         "probe": "the first images of the held-out 20 % split",
+        "dy": "d loss / d conv output for the probe batch and its labels (mean cross-entropy "
+              "over the batch), after the ReLU mask and, for conv2, the max-pool routing",
         "train_accuracy": round(accs[0], 4), "test_accuracy": round(accs[1], 4),
     }
     from golden import traces
@@ -176,7 +189,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rng = np.random.default_rng(SEED)
     (xtr, ytr), (xte, yte) = load_data(rng)
-    probe = xte[:PROBE_IMAGES]
+    probe, probe_labels = xte[:PROBE_IMAGES], yte[:PROBE_IMAGES]
     net = Net(rng)
     velocity = {k: np.zeros_like(v) for k, v in net.params.items()}
     step = 0
@@ -184,7 +197,7 @@ def main(argv=None):
     for epoch in range(max(CAPTURE_EPOCHS) + 1):
         if epoch in CAPTURE_EPOCHS:
             accs = (accuracy(net, xtr, ytr), accuracy(net, xte, yte))
-            path, meta = capture(net, probe, epoch, step, accs, args.output)
+            path, meta = capture(net, probe, probe_labels, epoch, step, accs, args.output)
             captured.append(path)
             print(f"epoch {epoch:2d} step {step:5d} train {accs[0]:.3f} test {accs[1]:.3f} "
                   f"-> {path}")
@@ -216,7 +229,7 @@ def readme_text(paths):
             m, k, n = layer.gemm
             rows.append(f"| `{Path(path).name}` | {t.meta['epoch']} | {t.meta['step']} | "
                         f"{t.meta['test_accuracy']:.3f} | {layer.name} | {m} x {k} x {n} | "
-                        f"{layer.a.dtype} | {layer.density:.4f} |")
+                        f"{layer.a.dtype} | {layer.density:.4f} | {layer.dy_density:.4f} |")
     return f"""# Real training activations
 
 Generated by `python -m verif.capture_traces` (needs the `traces` extra: scikit-learn); do not
@@ -231,7 +244,10 @@ the 1797 images after a seeded shuffle. At the start of each epoch in {list(CAPT
 (epoch 0 = the untrained network) the first {PROBE_IMAGES} held-out images go through the
 network and the im2col input of every conv layer is saved: one file per epoch. conv1's input is
 the image itself (about half the pixels of a digit are 0, and the padding adds zeros); conv2's
-is conv1's ReLU output; conv3's is conv2's ReLU output after max pooling.
+is conv1's ReLU output; conv3's is conv2's ReLU output after max pooling. The same batch's loss
+(with its labels) is then back-propagated without updating anything, and each conv layer's output
+error `dY` is saved beside its input: zero wherever the layer's ReLU output was zero, and for
+conv2 also wherever the 2x2 max pool did not route the error (at most one of four positions).
 
 ## File layout (`golden/traces.py` loads and validates it)
 
@@ -245,10 +261,11 @@ your own network's im2col inputs, per conv layer:
 
 ## What they hold
 
-density = nonzero elements / elements of the im2col input (the GEMM's `A`).
+density = nonzero elements / elements of the im2col input (the GEMM's `A`); dY density = the
+same for the output error (the backward GEMMs' operand).
 
-| file | epoch | step | test accuracy | layer | M x K x N | dtype | density |
-|---|---:|---:|---:|---|---|---|---:|
+| file | epoch | step | test accuracy | layer | M x K x N | dtype | density | dY density |
+|---|---:|---:|---:|---|---|---|---:|---:|
 """ + "\n".join(rows) + "\n"
 
 

@@ -1,8 +1,9 @@
 """cocotb testbench: the estimator's cycle model against the GEMM RTL on real activation tiles.
 
 Tiles are cut from the committed traces (data/traces/) exactly as golden/estimate.py cuts a
-layer: ``rows`` rows of one inner chunk of ``k`` columns of the forward operand ``A`` (M x K) or
-of the weight-gradient operand ``A^T`` (K x M), quantised to ``width``-bit integers with the
+layer: ``rows`` rows of one inner chunk of ``k`` columns of a streamed operand
+(:data:`golden.estimate.OPERANDS`: the forward ``A`` (M x K), the data gradient's output error
+``dY`` (M x N), the weight gradient's ``A^T`` (K x M) or ``dY^T`` (N x M)), quantised to ``width``-bit integers with the
 zero/nonzero pattern kept (:func:`golden.estimate.quantise`) and padded with zero columns to
 ``k``. Each tile is sent twice, in the two forms the estimator times: its ZVC form (true masks,
 the core's sparse mode) and its dense form (ones on the chunk's real columns, every element
@@ -19,15 +20,10 @@ import cocotb
 import numpy as np
 
 from golden.compactor import encode_row
-from golden.estimate import quantise, tile_cycles
+from golden.estimate import operand, quantise, tile_cycles
 from golden.traces import load
 from verif.axis import Beat
 from verif.tb_gemm import GemmTB
-
-
-def _operand(trace, spec):
-    a = trace.layer(spec["layer"]).a
-    return a.T if spec["gemm"] == "wgrad" else a
 
 
 def trace_tiles(specs, width, k):
@@ -36,7 +32,7 @@ def trace_tiles(specs, width, k):
     for spec in specs:
         if spec["file"] not in cache:
             cache[spec["file"]] = load(spec["file"])
-        op = _operand(cache[spec["file"]], spec)
+        op = operand(cache[spec["file"]].layer(spec["layer"]), spec["gemm"])
         c0, r0 = spec["chunk"] * k, spec["row0"]
         part = op[r0:r0 + spec["rows"], c0:c0 + k]
         raw = np.zeros((part.shape[0], k), dtype=np.uint64)

@@ -19,6 +19,7 @@ class Walker:
 
     def __init__(self):
         self.c, self.hw, self.gemms = 3, IMAGE, []
+        self.pooled = {}   # conv name -> (its output side, the pooled side)
 
     def conv(self, name, cout, k, stride=1, pad=0, cin=None, hw=None):
         cin = self.c if cin is None else cin
@@ -32,7 +33,9 @@ class Walker:
         self.c = cout
 
     def pool(self, k, stride, pad=0):
+        before = self.hw
         self.hw = out_size(self.hw, k, stride, pad)
+        self.pooled[self.gemms[-1][0]] = (before, self.hw)
 
 
 def alexnet():
@@ -44,7 +47,8 @@ def alexnet():
     w.step("conv3", 384, 3, 1, 1)
     w.step("conv4", 256, 3, 1, 1)
     w.step("conv5", 256, 3, 1, 1)
-    return w.gemms
+    w.pool(3, 2)
+    return w
 
 
 def vgg16():
@@ -58,7 +62,7 @@ def vgg16():
         else:
             w.step(f"conv{stage}_{index}", item, 3, 1, 1)
             index += 1
-    return w.gemms
+    return w
 
 
 def resnet18():
@@ -74,7 +78,7 @@ def resnet18():
             w.step(f"{name}.conv2", width, 3, 1, 1)
             if s != 1 or cin != width:
                 w.conv(f"{name}.downsample", width, 1, s, 0, cin=cin, hw=hw)
-    return w.gemms
+    return w
 
 
 DERIVED = {"alexnet": alexnet, "vgg16": vgg16, "resnet18": resnet18}
@@ -91,7 +95,7 @@ FC_MACS = {"alexnet": 9216 * 4096 + 4096 * 4096 + 4096 * 1000,
 @pytest.mark.parametrize("network", DERIVED)
 def test_shapes_match_the_architecture(network):
     table = [(g.name, g.m, g.k, g.n) for g in networks.layers(network)]
-    assert table == DERIVED[network]()
+    assert table == DERIVED[network]().gemms
 
 
 @pytest.mark.parametrize("network", DERIVED)
@@ -129,10 +133,69 @@ def test_densities_are_the_band_midpoints():
 
 def test_ideal_speedup_is_mac_weighted_inverse_density():
     # AlexNet by hand: conv1 dense, the rest at 0.425.
-    macs = [m * k * n for _, m, k, n in alexnet()]
+    macs = [m * k * n for _, m, k, n in alexnet().gemms]
     expected = sum(macs) / (macs[0] + 0.425 * sum(macs[1:]))
-    assert networks.ideal_speedup("alexnet") == pytest.approx(expected)
-    assert 1 < networks.ideal_speedup("resnet18") < 1 / 0.55
+    assert networks.ideal_speedup("alexnet", ("forward",)) == pytest.approx(expected)
+    assert 1 < networks.ideal_speedup("resnet18", ("forward",)) < 1 / 0.55
+
+
+# dY densities worked by hand from the structure rules (golden/networks.py docstring):
+# ReLU alone: the next layer's input band; ReLU + max pool: the pooled output's band times
+# pooled / conv positions; batch norm: dense.
+HAND_DY = {
+    ("alexnet", "conv1"): 0.425 * 27 ** 2 / 55 ** 2,    # pool 3x3/2 55 -> 27, conv2 reads it
+    ("alexnet", "conv2"): 0.425 * 13 ** 2 / 27 ** 2,
+    ("alexnet", "conv3"): 0.425,
+    ("alexnet", "conv4"): 0.425,
+    ("alexnet", "conv5"): 0.425 * 6 ** 2 / 13 ** 2,     # classifier input: its own band
+    ("vgg16", "conv1_1"): 0.65,                         # conv1_2 reads it, stage 1
+    ("vgg16", "conv1_2"): 0.5875 / 4,                   # pooled, read by stage 2
+    ("vgg16", "conv3_2"): 0.525,
+    ("vgg16", "conv4_3"): 0.40 / 4,
+    ("vgg16", "conv5_3"): 0.40 / 4,
+    ("resnet18", "layer1.0.conv1"): 1.0,
+    ("resnet18", "layer3.1.conv2"): 1.0,
+    ("resnet18", "layer4.0.downsample"): 1.0,
+}
+
+
+@pytest.mark.parametrize("network, name", HAND_DY, ids=[f"{n}-{c}" for n, c in HAND_DY])
+def test_output_error_density_from_structure(network, name):
+    g = next(g for g in networks.layers(network) if g.name == name)
+    assert g.dy_density == pytest.approx(HAND_DY[network, name])
+    assert g.dy_basis   # every number carries its assumption
+
+
+@pytest.mark.parametrize("network", DERIVED)
+def test_what_follows_each_conv_is_the_architecture(network):
+    """Max pools where the architecture pools (walked above), batch norm throughout ResNet-18,
+    and only the first layer without a data gradient."""
+    walked = DERIVED[network]()
+    for i, g in enumerate(networks.layers(network)):
+        assert ("maxpool" in g.after) == (g.name in walked.pooled), g.name
+        assert g.after.startswith("bn") == (network == "resnet18"), g.name
+        assert g.has_dgrad == (i > 0)
+        if g.name in walked.pooled and network != "resnet18":
+            conv, pooled = walked.pooled[g.name]
+            assert f"{pooled}^2/{conv}^2" in g.dy_basis
+
+
+def test_whole_step_ideal_by_hand():
+    # AlexNet: forward at the input densities; dgrad (conv2-5) at dY's; wgrad at the sparser.
+    table = networks.layers("alexnet")
+    macs = [g.macs for g in table]
+    dy = [HAND_DY["alexnet", g.name] for g in table]
+    a = [1.0] + [0.425] * 4
+    useful = (sum(m * d for m, d in zip(macs, a)) + sum(m * d for m, d in zip(macs[1:], dy[1:]))
+              + sum(m * min(x, y) for m, x, y in zip(macs, a, dy)))
+    assert networks.ideal_speedup("alexnet") == pytest.approx((2 * sum(macs) + sum(macs[1:]))
+                                                              / useful)
+    assert networks.ideal_speedup("alexnet", ("dgrad",)) == pytest.approx(
+        sum(macs[1:]) / sum(m * d for m, d in zip(macs[1:], dy[1:])))
+    # ResNet-18: batch norm leaves dY dense, so the data gradient has nothing to skip.
+    assert networks.ideal_speedup("resnet18", ("dgrad",)) == 1.0
+    with pytest.raises(ValueError, match="gemm must be one of forward, dgrad, wgrad, not 'x'"):
+        networks.gemm_ideal(table[0], "x")
 
 
 def test_unknown_network():

@@ -46,6 +46,43 @@ def test_committed_trace_follows_the_layout(path):
     a1 = t.layer("conv1").a
     assert a1.min() >= 0 and a1.max() <= 1 and np.array_equal(a1 * 16, np.round(a1 * 16))
     assert t.layer("conv2").a.min() >= 0 and t.layer("conv3").a.min() >= 0
+    for layer in t.layers:
+        m, _, n = layer.gemm
+        assert layer.dy is not None and layer.dy.shape == (m, n) and layer.dy.dtype == np.float32
+        assert 0 < layer.dy_density < 1
+
+
+def _output(trace, name):
+    """A layer's ReLU output (B, C, H, W), read from the NEXT layer's im2col input: with a 3x3
+    kernel, stride 1 and padding 1, column (c, ky=1, kx=1) of row (b, y, x) is input (b, c, y, x)."""
+    a = trace.layer(name).a
+    c = a.shape[1] // 9
+    side = IMAGE if name == "conv2" else IMAGE // 2
+    return a[:, 4::9].reshape(-1, side, side, c).transpose(0, 3, 1, 2)
+
+
+def _error(trace, name, side):
+    dy = trace.layer(name).dy
+    return dy.reshape(-1, side, side, dy.shape[1]).transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])
+def test_committed_errors_follow_the_relu_and_the_max_pool(path):
+    """The structure rules of golden/networks.py on measured errors. conv1 (ReLU): dY is zero
+    wherever conv1's output is. conv2 (ReLU, 2x2 max pool): at most one nonzero per window and
+    channel, and a window has one exactly where its pooled output is nonzero (the error reaching
+    it is a dense col2im sum), so density(dY) = density(pooled output) / 4."""
+    t = traces.load(path)
+    out1 = _output(t, "conv2")                       # conv1's ReLU output
+    dy1 = _error(t, "conv1", IMAGE)
+    assert not (dy1 != 0)[out1 == 0].any()
+    pooled = _output(t, "conv3")                     # conv2's ReLU output, max-pooled
+    dy2 = _error(t, "conv2", IMAGE)
+    b, c = dy2.shape[:2]
+    per_window = (dy2 != 0).reshape(b, c, IMAGE // 2, 2, IMAGE // 2, 2).sum(axis=(3, 5))
+    assert per_window.max() == 1
+    assert np.array_equal(per_window == 1, pooled > 0)
+    assert t.layer("conv2").dy_density == pytest.approx(np.mean(pooled > 0) / 4)
 
 
 @pytest.mark.parametrize("path", FILES[:1], ids=[f.name for f in FILES[:1]])
@@ -72,7 +109,7 @@ def test_readme_lists_every_file_with_its_density():
         for layer in traces.load(path).layers:
             assert f"| `{path.name}` |" in text
             assert f"| {layer.name} | {' x '.join(map(str, layer.gemm))} | float32 | " \
-                   f"{layer.density:.4f} |" in text
+                   f"{layer.density:.4f} | {layer.dy_density:.4f} |" in text
 
 
 # --------------------------------------------------------------------- the trainer
@@ -96,6 +133,19 @@ def test_col2im_is_the_adjoint_of_im2col():
     cols, _ = cap.im2col(x, 3, 1)
     y = rng.standard_normal(cols.shape)
     assert np.vdot(cols, y) == pytest.approx(np.vdot(x, cap.col2im(y, x.shape, 3, 1)))
+
+
+def test_saved_errors_are_the_gradients_of_the_conv_outputs():
+    """``dys`` is what the (finite-difference-checked) parameter gradients are made of:
+    dL/db = column sums of dY, dL/dW = dY^T . A."""
+    rng = np.random.default_rng(5)
+    net = cap.Net(rng)
+    _, grads = net.backward(net.forward(rng.random((2, 1, IMAGE, IMAGE))), np.array([3, 8]))
+    for name, *_ in cap.CONVS:
+        dy = net.dys[name]
+        assert dy.shape == (net.cols[name].shape[0], cap.Net.weight_shape(name)[0])
+        assert np.allclose(grads[f"{name}.b"], dy.sum(0))
+        assert np.allclose(grads[f"{name}.w"], dy.T @ net.cols[name])
 
 
 def test_backprop_matches_finite_differences():
@@ -143,6 +193,23 @@ def test_save_load_round_trip_and_density(tmp_path):
     assert c1.nnz == np.count_nonzero(arrays["a_c1"])
 
 
+def test_errors_round_trip_and_old_traces_still_load(tmp_path):
+    arrays = good_arrays()
+    dy = np.zeros((10, 4), np.float32)
+    dy[::3, 1] = -0.5
+    layers = [("c1", arrays["a_c1"], arrays["w_shape_c1"], dy),
+              ("fc.0", arrays["a_fc.0"], arrays["w_shape_fc.0"])]
+    traces.save(tmp_path / "new.npz", layers)
+    t = traces.load(tmp_path / "new.npz")
+    assert np.array_equal(t.layer("c1").dy, dy) and t.layer("c1").dy_density == 4 / 40
+    assert t.layer("fc.0").dy is None and t.layer("fc.0").dy_density is None
+    # A file of the first layout (no dy_ keys at all), written without golden/traces.py.
+    np.savez(tmp_path / "old.npz", layers=np.array(["c1"]), a_c1=arrays["a_c1"],
+             w_shape_c1=arrays["w_shape_c1"])
+    old = traces.load(tmp_path / "old.npz")
+    assert old.layer("c1").dy is None and old.meta == {}
+
+
 def test_negative_zero_counts_as_zero():
     arrays = good_arrays()
     arrays["a_fc.0"] = np.array([[-0.0, 0.0, 1.0, -2.0, 0.5]] * 2, np.float32)
@@ -168,7 +235,12 @@ BAD = [
     (_set("layers", np.array(["c1", "c1"])), "layer names must be unique, not 'c1' twice"),
     (_without("a_c1"), "key 'a_c1' must be present (layer 'c1' is listed in 'layers'), not missing"),
     (_without("w_shape_fc.0"), "key 'w_shape_fc.0' must be present (layer 'fc.0' is listed"),
-    (_set("a_conv9", np.ones((2, 2))), "keys must be 'layers', 'meta', and a_<name>/w_shape_<name> for each listed layer, not 'a_conv9'"),
+    (_set("a_conv9", np.ones((2, 2))), "keys must be 'layers', 'meta', and a_<name>/w_shape_<name>[/dy_<name>] for each listed layer, not 'a_conv9'"),
+    (_set("dy_conv9", np.ones((2, 2))), "keys must be 'layers', 'meta', and a_<name>/w_shape_<name>[/dy_<name>] for each listed layer, not 'dy_conv9'"),
+    (_set("dy_c1", np.ones((10, 3), np.float32)), "key 'dy_c1' must have shape (M, C_out) = (10, 4), not (10, 3)"),
+    (_set("dy_c1", np.ones((10, 4), bool)), "key 'dy_c1' must have a float or integer dtype, not bool"),
+    (_set("dy_c1", np.ones(4, np.float32)), "key 'dy_c1' must be a 2-D array (M output positions, N = C_out), not shape (4,)"),
+    (_set("dy_c1", np.full((10, 4), np.inf)), "key 'dy_c1' must be finite, not containing NaN or infinity"),
     (_set("a_c1", np.ones((10, 18), np.complex64)), "key 'a_c1' must have a float or integer dtype, not complex64"),
     (_set("a_c1", np.ones((10, 18), bool)), "key 'a_c1' must have a float or integer dtype, not bool"),
     (_set("a_c1", np.ones((10, 18), "<U1")), "key 'a_c1' must have a float or integer dtype, not <U1"),
