@@ -141,11 +141,11 @@ def render(regmap, top, title=DOC_TITLE):
 
 
 def main(argv=None):
-    from .core import BLOCK, SpartanCore
+    from .core import BLOCK, SpartanCore  # (here: hw.core imports this module)
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not argv[0].endswith(".md"):
-        print("usage: python -m hw.registers FILE.md (the Markdown register reference of the "
-              "default core)", file=sys.stderr)
+        print(f"python -m hw.registers: the argument must be one output path ending in .md "
+              f"(the default core's register reference), not {argv!r}", file=sys.stderr)
         return 2
     core = SpartanCore()
     text = render(core.regmap, BLOCK.top)[file_names(BLOCK.top)["markdown"]]
