@@ -363,8 +363,13 @@ def test_targets_met_not_met_and_not_measured():
 def test_page_and_summary_render_every_table():
     asic = [dict(SPARSE, family="asic", transistors=120000, ffs=900, memory_bits=5136),
             dict(DENSE, family="asic", transistors=100000, ffs=600, memory_bits=5136)]
-    doc = _doc(_plain("monitor", {}, 151.0), SPARSE, DENSE, *asic)
+    too_big = dict(_plain("monitor", {"lanes": 16}, 0.0), fits=False, device=None, seeds=[],
+                   fmax_mhz=None, fmax_min=None, fmax_max=None, family="ice40",
+                   reason="iCE40HX8K-CT256: needs more lut than the device has")
+    doc = _doc(_plain("monitor", {}, 151.0), too_big, SPARSE, DENSE, *asic)
     page = synth.markdown(doc, page=True)
+    assert ("| monitor | lanes=16 | ice40 | 100 | 100 | 0 | 0 | 0 | does not fit: "
+            "iCE40HX8K-CT256: needs more lut than the device has |  |  | 0 |  |") in page
     assert ("| monitor | defaults | LFE5U-25F-6 | 100 | 100 | 0 | 0 | 0 | 151.0 | 146.0 | "
             "152.0 | 1 |  |") in page
     assert "| gemm | defaults | LFE5U-85F-6 | 2 | 123.0 | `x` | `y` | 1.0 |" in page
@@ -405,6 +410,49 @@ def test_merge_replaces_prunes_and_keeps_old_single_seed_entries(tmp_path):
     doc = synth.merge([tiny], path, None, keep={("gemm", "k=16"): tiny["params"]})
     assert ("k=16", 90.0) in [(r["size"], r["fmax_mhz"]) for r in doc["runs"]]
     assert "k=16" not in [r["size"] for r in synth.merge([], path, None)["runs"]]
+
+
+def test_run_places_twins_together_adds_the_model_and_the_asic_proxy(monkeypatch, tmp_path):
+    """The flow's orchestration with the tools replaced: what ``run`` merges, for the GEMM (one
+    explicit size and its twin) and for a block without a dense-only build."""
+    monkeypatch.setattr(synth, "BUILD", tmp_path / "build")
+
+    def fake_yosys(block, changed, family):
+        params = block.resolve(changed)
+        return ({"block": block.name, "top": block.top, "params": params, "changed": changed,
+                 "size": synth._tag(changed), "family": family.name, "key": synth._tag(changed),
+                 "lut": 900 if params.get("sparse", False) else 700, "ff": 500, "bram": 2,
+                 "dsp": 8, "lutram": 0, "cells": {}, "harness_ffs": 100}, synth._tag(changed))
+
+    def fake_place(work, family, device, seed, freq, netlist_key):
+        return {"seed": seed, "fits": True, "fmax_mhz": 100.0 + seed, "seconds": 1.0,
+                "critical_path": None, "utilisation": {}}
+
+    def fake_asic(block, changed):
+        params = block.resolve(changed)
+        return {"block": block.name, "params": params, "changed": changed,
+                "size": synth._tag(changed), "family": synth.ASIC, "transistors": 1000,
+                "ffs": 10, "memory_bits": 64}
+
+    monkeypatch.setattr(synth, "yosys_netlist", fake_yosys)
+    monkeypatch.setattr(synth, "place_seed", fake_place)
+    monkeypatch.setattr(synth, "asic_proxy", fake_asic)
+    small = {"k": 16, "n": 16, "lanes": 4, "k_par": 2, "n_par": 4}
+    out, page = tmp_path / "synth.json", tmp_path / "synth.md"
+    doc = synth.run(["gemm"], ("ecp5", synth.ASIC), seeds=2, jobs=2, explicit=small,
+                    json_path=out, markdown_path=page, echo=lambda line: None)
+    got = [(r["size"], r["family"], r.get("device"), r.get("fmax_mhz")) for r in doc["runs"]]
+    tag = synth._tag(small)
+    assert got == [(tag, "ecp5", "LFE5U-25F-6", 101.5), (tag, "asic", None, None),
+                   (tag + ",sparse=False", "ecp5", "LFE5U-25F-6", 101.5),
+                   (tag + ",sparse=False", "asic", None, None)]
+    assert all(len(r["model"]["points"]) == len(synth.DENSITIES) for r in doc["runs"])
+    assert "| k=16,k_par=2,lanes=4,n=16,n_par=4 | 0.5 (" in page.read_text()
+    doc = synth.run(["monitor"], ("ecp5", synth.ASIC), seeds=1, explicit={"lanes": 4},
+                    json_path=out, markdown_path=None, echo=lambda line: None)
+    mon = [r for r in doc["runs"] if r["block"] == "monitor"]
+    assert [(r["family"], len(r["seeds"]), "model" in r) for r in mon] == [("ecp5", 1, False)]
+    assert all(r["block"] == "monitor" for r in doc["runs"])     # the explicit GEMM size: gone
 
 
 @pytest.mark.parametrize("argv, message", [
