@@ -617,7 +617,7 @@ def run(names=None, families=("ice40", "ecp5", ASIC), freq=TARGET_MHZ, defaults_
         with _lock(block.name):
             for family in families:
                 if family == ASIC:
-                    fresh = [[asic_proxy(block, s)] for s in chosen] if has_twin(block) else []
+                    fresh = ([asic_proxy(block, s)] for s in chosen) if has_twin(block) else ()
                 else:
                     fresh = (place_group([yosys_netlist(block, s, FAMILIES[family])
                                           for s in group], FAMILIES[family], seeds, jobs, freq)
