@@ -80,7 +80,8 @@ from .gemm import GemmTiming, compute_bound_cycles, is_compute_bound, simulate
 
 __all__ = ["DEFAULT_ROWS", "DEFAULT_THRESHOLD", "AXIL_READ_CYCLES", "GEMMS", "OPERANDS",
            "default_timing", "Options", "nonzero", "operand", "pack_rows", "tile_cycles",
-           "Sweep", "sweep", "TileClass", "GemmEstimate", "estimate_gemm", "estimate_wgrad",
+           "Sweep", "sweep", "sweep_nnz", "TileClass", "GemmEstimate", "estimate_gemm",
+           "estimate_wgrad",
            "estimate_random", "profile_tiles", "LayerEstimate", "estimate_layer",
            "estimate_trace", "estimate_network", "totals", "two_sided", "last_pass",
            "quantise", "sample_trace_tiles", "format_report"]
@@ -583,8 +584,8 @@ def format_report(layers, opts, title=""):
                      "dense, wgrad streams A^T)")
     p = tot["profiling"]
     lines.append(f"  profiling: software read-back + reduction / the monitor's stats beat (1 per "
-                 f"tile) {p['reduction_stats']:.1f}x in total, {p['min_layer_reduction_stats']:.1f}x"
-                 f" worst layer; if the host reads the density table over AXI4-Lite instead "
+                 f"tile) {p['reduction_stats']:.1f}x in total, "
+                 f"{p['min_layer_reduction_stats']:.1f}x worst layer; if the host reads the density table over AXI4-Lite instead "
                  f"({2 * AXIL_READ_CYCLES} cycles per tile): {p['reduction_registers']:.1f}x, "
                  f"{p['min_layer_reduction_registers']:.1f}x worst layer")
     return "\n".join(lines)

@@ -53,8 +53,9 @@ def test_committed_trace_follows_the_layout(path):
 
 
 def _output(trace, name):
-    """A layer's ReLU output (B, C, H, W), read from the NEXT layer's im2col input: with a 3x3
-    kernel, stride 1 and padding 1, column (c, ky=1, kx=1) of row (b, y, x) is input (b, c, y, x)."""
+    """The ReLU output (B, C, H, W) that layer ``name`` reads, from its im2col input: with a
+    3x3 kernel, stride 1 and padding 1, column (c, ky=1, kx=1) of row (b, y, x) is input
+    (b, c, y, x)."""
     a = trace.layer(name).a
     c = a.shape[1] // 9
     side = IMAGE if name == "conv2" else IMAGE // 2
