@@ -1,9 +1,10 @@
 """Element formats shared by every block: which bit patterns count as zero, beat layouts."""
 
-from amaranth.hdl import Value
+from amaranth.hdl import Signal, Value
 from amaranth.lib import data
 
-__all__ = ["is_nonzero", "lanes_layout", "beat_layout", "tree_sum"]
+__all__ = ["is_nonzero", "lanes_layout", "beat_layout", "tree_sum", "staged_tree_sum",
+           "delayed"]
 
 
 def is_nonzero(element: Value, width: int, number_format: str) -> Value:
@@ -41,3 +42,37 @@ def tree_sum(values):
             paired.append(values[-1])
         values = paired
     return values[0]
+
+
+def staged_tree_sum(m, values, *, levels_per_stage, name):
+    """:func:`tree_sum` with a register after every ``levels_per_stage`` adder levels and after
+    the last one, so no clock period spans more than ``levels_per_stage`` adders.
+
+    Returns ``(total, stages)``: the registered sum, valid ``stages`` cycles after ``values``
+    (``ceil(levels / levels_per_stage)``, 0 for a single value, which is returned as is).
+    The registers load every cycle: a pipeline that never stalls."""
+    values = [Value.cast(v) for v in values]
+    stages = level = 0
+    while len(values) > 1:
+        paired = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
+        if len(values) % 2:
+            paired.append(values[-1])
+        values = paired
+        level += 1
+        if level % levels_per_stage == 0 or len(values) == 1:
+            stages += 1
+            registered = [Signal(v.shape(), name=f"{name}_s{stages}_{i}")
+                          for i, v in enumerate(values)]
+            m.d.sync += [r.eq(v) for r, v in zip(registered, values)]
+            values = registered
+    return values[0], stages
+
+
+def delayed(m, value, cycles, name):
+    """``value`` through ``cycles`` registers (a shift register; ``value`` itself for 0)."""
+    value = Value.cast(value)
+    for i in range(cycles):
+        register = Signal(value.shape(), name=f"{name}_d{i + 1}")
+        m.d.sync += register.eq(value)
+        value = register
+    return value

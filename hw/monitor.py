@@ -2,36 +2,54 @@
 
 Data path
     ``s_axis`` -> ``m_axis`` is a wire: same beats, same ``tlast``, latency 0. The only gate is
-    the tile's last beat, which waits while the statistics buffer is full, so ``s_axis_tready``
-    is high whenever ``m_axis_tready`` is high and the statistics output has room (and also,
-    mid-tile, when it has none).
+    the tile's last beat, which waits while ``STATS_DEPTH`` records are outstanding (counted
+    from the last beat's transfer to the record's, wherever the record is), so
+    ``s_axis_tready`` is high whenever ``m_axis_tready`` is high and the statistics output has
+    room (and also, mid-tile, when it has none). The count is a register: ``s_axis_tready`` is
+    two gates from flip-flops.
 
-Statistics path
-    Per beat: the number of nonzero lanes (a popcount of the per-lane zero test) and whether
-    the beat is all zero. Per tile, saturating accumulators of ``nnz``, ``elems`` and
-    ``zero_beats``, and of ``threshold * elems`` (adding ``threshold * lanes``, a shift, per
-    beat: no multiplier). On the last beat the totals are registered; the next cycle decides
-    ``sparse`` (a compare of registers) and writes the record into a FIFO. A record is on
-    ``m_axis_stats`` two cycles after the tile's last beat transfers. Two records may wait
-    (FIFO plus the closing register) before a last beat is held, which gives a consumer of
-    ``m_axis_stats`` a tile's time to react.
+Statistics path: a pipeline that never stalls (the outstanding count bounds what is in it)
+    P1: the accepted beat's per-lane nonzero flags (the zero test) and the tile's threshold
+    (sampled on its first beat). Then the popcount of the flags, two adder levels per register
+    stage (:func:`popcount_stages`: 2 for 8 or 16 lanes), and whether the beat is all zero.
+    Then per tile, wrapping accumulators of ``nnz``, ``elems``, ``zero_beats`` and
+    ``threshold * elems`` (adding ``threshold * lanes``, a shift, per beat: no multiplier), each
+    with a sticky flag set when its true value passes the counter's range. On the last beat the
+    raw totals and flags go to closing registers; the next stage resolves the saturation
+    (flag set: ``2**w - 1``, and ``threshold * (2**w - 1)``); the next compares ``nnz*256``
+    with ``threshold*elems`` (``sparse``) into the FIFO. A record can transfer
+    :attr:`SparsityMonitor.stats_latency` edges after its tile's last beat (6 for 8 or 16
+    lanes). Two records may be outstanding before a last beat is held, which gives a consumer
+    of ``m_axis_stats`` a tile's time to react.
 
 Counter width ``w = bit_length(max_tile_elems)``: exact for tiles up to ``2**w - 1``
 elements; beyond that the counters saturate at ``2**w - 1`` (documented in docs/monitor.md).
 """
 
-from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
-from .elements import beat_layout, is_nonzero, tree_sum
+from .elements import beat_layout, delayed, is_nonzero, staged_tree_sum
 
 __all__ = ["SparsityMonitor", "BLOCK", "STATS_DEPTH"]
 
 #: Statistics records that may wait on ``m_axis_stats`` before the data path is held.
 STATS_DEPTH = 2
+#: Adder levels of the per-beat popcount between two registers.
+POPCOUNT_LEVELS_PER_STAGE = 2
+#: Edges from a tile's last beat transfer to its record's transfer, beyond the popcount's
+#: stages: the accumulators (and closing registers), the saturated totals, the FIFO write, the
+#: transfer. (The beat's nonzero flags are registered on the edge of its own transfer.)
+STATS_STAGES_AFTER_POPCOUNT = 4
+
+
+def popcount_stages(lanes):
+    """Register stages of the per-beat popcount: its adder levels, two per stage."""
+    levels = (lanes - 1).bit_length()
+    return -(-levels // POPCOUNT_LEVELS_PER_STAGE)
 
 PARAMS = (
     P.lanes_param(),
@@ -93,87 +111,114 @@ class SparsityMonitor(wiring.Component):
     width = property(lambda self: self._width)
     number_format = property(lambda self: self._number_format)
     max_tile_elems = property(lambda self: self._max_tile_elems)
+    #: Edges from a tile's last beat transfer to the earliest transfer of its record.
+    stats_latency = property(lambda self: popcount_stages(self._lanes)
+                             + STATS_STAGES_AFTER_POPCOUNT)
 
     def elaborate(self, platform):
         m = Module()
-        layout = stats_layout(self._lanes, self._max_tile_elems)
+        L = self._lanes
+        layout = stats_layout(L, self._max_tile_elems)
         count_w = Shape.cast(layout["nnz"].shape).width
         beats_w = Shape.cast(layout["zero_beats"].shape).width
+        thr_w = count_w + 8  # threshold * elems
 
-        m.submodules.stats_fifo = stats_fifo = fifo.SyncFIFO(width=layout.size,
-                                                             depth=STATS_DEPTH)
-        # A finished tile's totals wait one cycle in ``closing`` before the FIFO: ``sparse`` is
-        # a compare of registers there, so no long path reaches the FIFO or the ports.
-        closing = Signal()
-        closing_nnz, closing_thr_elems = Signal(count_w), Signal(count_w + 8)
-        closing_rest = Signal(data.StructLayout({"elems": count_w, "zero_beats": beats_w}))
-
-        src, dst = self.s_axis, self.m_axis
+        # --- data path: a wire; only a tile's last beat waits, for room in the buffer --------
+        # ``waiting``: tiles whose last beat went in and whose record has not left, wherever
+        # it is (statistics pipeline or FIFO). A register, so ``s_axis_tready`` is two gates
+        # from flip-flops.
+        waiting = Signal(range(STATS_DEPTH + 1))
+        src, dst, stats = self.s_axis, self.m_axis, self.m_axis_stats
         last = src.payload.last
         m.d.comb += [
-            self.stats_room.eq(stats_fifo.level + closing < STATS_DEPTH),
+            self.stats_room.eq(waiting < STATS_DEPTH),
             dst.payload.eq(src.payload),
             dst.valid.eq(src.valid & (~last | self.stats_room)),
             src.ready.eq(dst.ready & (~last | self.stats_room)),
         ]
         transfer = Signal()
         m.d.comb += transfer.eq(src.valid & src.ready)
+        m.d.sync += waiting.eq(waiting + (transfer & last) - (stats.valid & stats.ready))
 
-        # Per-beat measurements.
-        nonzero = [is_nonzero(src.payload.data[i], self._width, self._number_format)
-                   for i in range(self._lanes)]
-        beat_nnz = Signal(range(self._lanes + 1))
-        m.d.comb += beat_nnz.eq(tree_sum(nonzero))
-        beat_zero = Signal()
-        m.d.comb += beat_zero.eq(beat_nnz == 0)
-
-        # Per-tile accumulators; ``first`` marks that the next beat starts a tile.
-        nnz = Signal(count_w)
-        elems = Signal(count_w)
-        zero_beats = Signal(beats_w)
-        tile_threshold = Signal(8)
+        # --- statistics pipeline: never stalls (``waiting`` bounds what is in it) -----------
+        # The tile's threshold, sampled on its first beat, travels with each beat.
         first = Signal(init=1)
-        # threshold * elems, accumulated by adding threshold * lanes (a shift) per beat: no
-        # multiplier. Exact while elems is; once elems saturates, threshold * (2**w - 1).
-        thr_elems = Signal(count_w + 8)
-
-        nnz_next = _saturating_add(nnz, beat_nnz, count_w)
-        elems_total = elems + self._lanes
-        elems_next = _saturating_add(elems, self._lanes, count_w)
-        zero_beats_next = _saturating_add(zero_beats, beat_zero, beats_w)
+        tile_threshold = Signal(8)
         threshold_now = Mux(first, self.threshold, tile_threshold)
-        thr_elems_next = (thr_elems + (threshold_now << (self._lanes.bit_length() - 1)))[:count_w + 8]
-        saturated = elems_total[count_w:].any()
-        thr_elems_saturated = Signal(count_w + 8)  # threshold * (2**w - 1)
-        m.d.comb += thr_elems_saturated.eq((threshold_now << count_w) - threshold_now)
-        thr_elems_final = Mux(saturated, thr_elems_saturated, thr_elems_next)
-
         with m.If(transfer):
-            with m.If(last):
-                m.d.sync += [nnz.eq(0), elems.eq(0), zero_beats.eq(0), thr_elems.eq(0),
-                             first.eq(1)]
-            with m.Else():
-                m.d.sync += [nnz.eq(nnz_next), elems.eq(elems_next),
-                             zero_beats.eq(zero_beats_next), first.eq(0),
-                             tile_threshold.eq(threshold_now), thr_elems.eq(thr_elems_next)]
-        m.d.sync += closing.eq(transfer & last)
-        with m.If(transfer & last):
-            m.d.sync += [closing_nnz.eq(nnz_next), closing_thr_elems.eq(thr_elems_final),
-                         closing_rest.elems.eq(elems_next),
-                         closing_rest.zero_beats.eq(zero_beats_next)]
+            m.d.sync += [first.eq(last), tile_threshold.eq(threshold_now)]
 
-        entry = Signal(layout)
-        m.d.comb += [
-            entry.nnz.eq(closing_nnz),
-            entry.elems.eq(closing_rest.elems),
-            entry.zero_beats.eq(closing_rest.zero_beats),
-            entry.sparse.eq((closing_nnz << 8) <= closing_thr_elems),
-            stats_fifo.w_data.eq(entry),
-            stats_fifo.w_en.eq(closing),
+        # P1: the accepted beat's per-lane nonzero flags.
+        p1_valid, p1_last = Signal(name="p1_valid"), Signal(name="p1_last")
+        p1_nz = Signal(L, name="p1_nz")
+        p1_threshold = Signal(8, name="p1_threshold")
+        m.d.sync += [
+            p1_valid.eq(transfer), p1_last.eq(last), p1_threshold.eq(threshold_now),
+            p1_nz.eq(Cat(is_nonzero(src.payload.data[i], self._width, self._number_format)
+                         for i in range(L))),
+        ]
+        # The beat's popcount, two adder levels per stage; the rest of the beat waits beside it.
+        beat_nnz, stages = staged_tree_sum(m, [p1_nz[i] for i in range(L)],
+                                           levels_per_stage=POPCOUNT_LEVELS_PER_STAGE,
+                                           name="beat_nnz")
+        assert stages == popcount_stages(L)
+        beat_zero = delayed(m, ~p1_nz.any(), stages, "beat_zero")
+        beat_valid = delayed(m, p1_valid, stages, "beat_valid")
+        beat_last = delayed(m, p1_last, stages, "beat_last")
+        beat_threshold = delayed(m, p1_threshold, stages, "beat_threshold")
+
+        # Per-tile accumulators. Each wraps, and a sticky flag records that its true value
+        # passed ``2**width - 1``: the saturation is resolved once per tile, after the adders.
+        # ``thr_elems`` is threshold * elems, accumulated by adding threshold * lanes (a shift)
+        # per beat: no multiplier. Exact while elems is; once elems saturates the record uses
+        # threshold * (2**w - 1).
+        accumulators = {"nnz": (count_w, beat_nnz), "elems": (count_w, L),
+                        "zero_beats": (beats_w, beat_zero),
+                        "thr_elems": (thr_w, beat_threshold << (L.bit_length() - 1))}
+        closing = Signal()
+        closing_threshold = Signal(8)
+        closing_raw, closing_over = {}, {}
+        m.d.sync += closing.eq(beat_valid & beat_last)
+        for field, (width, increment) in accumulators.items():
+            acc, over = Signal(width, name=f"acc_{field}"), Signal(name=f"acc_{field}_over")
+            total = acc + increment
+            over_next = over | total[width:].any()
+            closing_raw[field] = Signal(width, name=f"closing_{field}")
+            closing_over[field] = Signal(name=f"closing_{field}_over")
+            with m.If(beat_valid):
+                with m.If(beat_last):
+                    m.d.sync += [acc.eq(0), over.eq(0), closing_raw[field].eq(total[:width]),
+                                 closing_over[field].eq(over_next)]
+                with m.Else():
+                    m.d.sync += [acc.eq(total[:width]), over.eq(over_next)]
+        with m.If(beat_valid & beat_last):
+            m.d.sync += closing_threshold.eq(beat_threshold)
+
+        # The saturated totals, registered; then ``sparse`` is a compare of registers.
+        top = (1 << count_w) - 1
+        record = Signal(layout)
+        record_thr_elems = Signal(thr_w)
+        record_valid = Signal()
+        m.d.sync += [
+            record_valid.eq(closing),
+            record.nnz.eq(Mux(closing_over["nnz"], top, closing_raw["nnz"])),
+            record.elems.eq(Mux(closing_over["elems"], top, closing_raw["elems"])),
+            record.zero_beats.eq(Mux(closing_over["zero_beats"], (1 << beats_w) - 1,
+                                     closing_raw["zero_beats"])),
+            record_thr_elems.eq(Mux(closing_over["elems"],
+                                    (closing_threshold << count_w) - closing_threshold,
+                                    closing_raw["thr_elems"])),
         ]
 
-        stats = self.m_axis_stats
+        # ``waiting`` never exceeds STATS_DEPTH, so the FIFO always has room for a record.
+        m.submodules.stats_fifo = stats_fifo = fifo.SyncFIFO(width=layout.size,
+                                                             depth=STATS_DEPTH)
+        entry = Signal(layout)
         m.d.comb += [
+            entry.eq(record),
+            entry.sparse.eq((record.nnz << 8) <= record_thr_elems),
+            stats_fifo.w_data.eq(entry),
+            stats_fifo.w_en.eq(record_valid),
             stats.payload.data.eq(stats_fifo.r_data),
             stats.valid.eq(stats_fifo.r_rdy),
             stats_fifo.r_en.eq(stats.ready),
@@ -181,14 +226,10 @@ class SparsityMonitor(wiring.Component):
         return m
 
 
-def _saturating_add(acc, inc, width):
-    total = acc + inc
-    return Mux(total[width:].any(), (1 << width) - 1, total[:width])
-
-
 def _info(monitor):
     return {"latency_cycles": 0, "throughput_beats_per_cycle": 1.0,
-            "stats_latency_cycles": 2, "stats_buffer_records": STATS_DEPTH}
+            "stats_latency_cycles": monitor.stats_latency,
+            "stats_buffer_records": STATS_DEPTH}
 
 
 BLOCK = Block(

@@ -69,9 +69,10 @@ MARKDOWN_PATH = ROOT / "docs" / "coverage.md"
 HEADER = "# SystemC::Coverage-3"
 LINE_TYPES = ("line", "branch")    # what --coverage-line produces
 TARGET_LINE_PCT = 95.0
-#: A saturating counter's arm in Yosys' netlist: ``x[w] ? <all ones> : x[w-1:0]`` (or the
-#: monitor's saturated threshold product).
-SATURATE = r"\[\d+\] \? (\d+'h[137f]f*|\S*thr_elems_saturated) +:"
+#: A saturating counter's arm in Yosys' netlist: ``x[w] ? <all ones> : x[w-1:0]``, or the
+#: monitor's ``closing_<count>_over ? <saturated> : closing_<count>`` (its counters wrap with a
+#: sticky flag; the saturation is resolved once per tile).
+SATURATE = r"(\[\d+\] \? \d+'h[137f]f* +:|closing_\w+_over +\? )"
 
 #: Reasons for uncovered line/branch points: ``(block, pattern, when, reason)``. ``pattern`` is
 #: searched in ``"<Verilog line>  => <signals it drives>"`` (or is a predicate on that text),
