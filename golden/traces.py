@@ -20,7 +20,7 @@ Layout (every key, nothing else)
                         connected layer is ``(N, K, 1, 1)``.
     ``dy_<name>``       optional, 2-D array ``(M, N)``: the output error ``dY``, the gradient of
                         the loss with respect to the layer's output ``Y = A . W`` for the same
-                        batch, after every mask the layers behind it apply (ReLU, max-pool
+                        batch, after the masks of the layers that follow it (ReLU, max-pool
                         routing); row = output position in ``a_<name>``'s row order, column =
                         ``c_out``. Same dtypes as ``a_<name>``. Traces without it (the first
                         version of this layout) still load: their backward GEMMs have no
