@@ -43,7 +43,16 @@ class OneLineParser(argparse.ArgumentParser):
     text and an exit from inside the parser."""
 
     def error(self, message):
-        raise UsageError(f"{self.prog}: {message}")
+        command = self.prog.partition(" ")[2]   # "spartan generate" -> "generate"
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+def one_line(text):
+    """``text`` with every character that could break or hide a line (control characters,
+    Unicode line and paragraph separators) escaped: user input quoted in a message must not
+    make it two lines."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 def parse_sets(block, items):
@@ -130,6 +139,8 @@ def _generate(block_name, *, config=None, sets=(), values=None, name=None, clock
     work, where any failure but a write error is a :class:`Bug`."""
     from . import emit, ip
     block = _as_usage(blocks.get, block_name)
+    if not str(out_dir):
+        raise UsageError("-o must be a directory path, not ''")
     top = _as_usage(ip.check_name, name, "--name") if name is not None else block.top
     clock_mhz = _as_usage(ip.check_clock_mhz, clock_mhz)
     given = dict(values or {})
@@ -290,9 +301,10 @@ def report_bug(error, debug):
     if debug:
         traceback.print_exception(cause, file=sys.stderr)
     detail = str(cause).splitlines()[0] if str(cause) else ""
-    print(f"spartan: internal error (a bug, please report it): {where}"
-          f"{type(cause).__name__}{': ' + detail if detail else ''}"
-          f"{'' if debug else ' (run again with --debug for the traceback)'}", file=sys.stderr)
+    print(one_line(f"spartan: internal error (a bug, please report it): {where}"
+                   f"{type(cause).__name__}{': ' + detail if detail else ''}"
+                   f"{'' if debug else ' (run again with --debug for the traceback)'}"),
+          file=sys.stderr)
     return EXIT_BUG
 
 
@@ -303,13 +315,13 @@ def main(argv=None):
         args = build_parser().parse_args(argv)
         return args.func(args)
     except UsageError as e:
-        print(f"spartan: error: {e}", file=sys.stderr)
+        print(one_line(f"spartan: error: {e}"), file=sys.stderr)
         return EXIT_USAGE
     except (ValueError, TypeError) as e:
         # sim, waves, estimate and bench still report their usage errors this way.
         if getattr(args, "func", None) in (cmd_generate, cmd_list, cmd_fusesoc_gen):
             return report_bug(e, debug)
-        print(f"spartan: error: {e}", file=sys.stderr)
+        print(one_line(f"spartan: error: {e}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("spartan: interrupted", file=sys.stderr)

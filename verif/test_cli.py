@@ -167,7 +167,10 @@ def run_cli(*argv):
     from hw import cli
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        status = cli.main(list(argv))
+        try:
+            status = cli.main(list(argv))
+        except SystemExit as e:  # argparse's --help and --version, as in a real run
+            status = e.code
     return status, stdout.getvalue(), stderr.getvalue()
 
 
@@ -189,6 +192,8 @@ def assert_usage_error(status, stdout, stderr, *fragments):
     (["list", "nosuch"], "block must be one of monitor, compactor"),
     (["list", "monitor", "extra"], "unrecognized arguments: extra"),
     (["generate", "monitor", "--set", "=3"], "--set must be NAME=VALUE, not '=3'"),
+    (["generate", "monitor", "extra\nline"], "unrecognized arguments: extra\\nline"),
+    (["generate", "monitor", "-o", ""], "-o must be a directory path, not ''"),
     (["generate", "monitor", "--set", "lanes=4", "--set", "lanes=x"], "lanes must be"),
 ])
 def test_argument_mistakes_are_one_line(tmp_path, argv, fragment):
@@ -347,6 +352,8 @@ def probe(tmp_path, argv):
     if status != 0:
         assert_usage_error(status, stdout, stderr)
         assert not calls
+    else:
+        assert calls or "usage:" in stdout, (stdout, stderr)
     assert snapshot(tmp_path) == before
     return status, bool(calls)
 
@@ -367,6 +374,18 @@ def test_probe_random_sets(tmp_path, block, items):
         argv += ["--set", f"{name}{sep}{value}"]
     status, generated = probe(tmp_path, argv)
     assert generated == (status == 0)
+
+
+@PROBE
+@given(words=st.lists(st.one_of(_text, st.sampled_from(
+    ["--set", "--config", "--name", "--clock-mhz", "--axi-names", "-o", "--", "-", "monitor",
+     "gemm", "lanes=4", "--debug"])), max_size=6))
+def test_probe_random_arguments(tmp_path, monkeypatch, words):
+    """Any words after ``generate`` (options in any order, missing or doubled values): either
+    a generation or the one-line error; ``--help`` prints help and exits 0."""
+    monkeypatch.chdir(tmp_path)   # a bare word may be taken as -o's folder: only ever here
+    status, generated = probe(tmp_path, ["generate", *words])
+    assert status in (0, 2)
 
 
 _toml_text = st.text(alphabet="lanes width=[]{}\"'.#\n0123456789xabtruefls,-+_ ", max_size=60)
