@@ -58,9 +58,10 @@ class AxiClockTop(Elaboratable):
     synchronous, active-low ``aresetn`` is inverted into its reset. Nothing else changes."""
 
     def __init__(self, top):
+        names = ip.ClockNames(axi_names=True)
         self.top = top
-        self.aclk = Signal(name="aclk")
-        self.aresetn = Signal(name="aresetn", init=1)
+        self.aclk = Signal(name=names.clock)
+        self.aresetn = Signal(name=names.reset, init=1)
 
     def ports(self):
         return [self.aclk, self.aresetn] + [getattr(self.top, n) for n in self.top.signature.members]

@@ -24,7 +24,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 __all__ = ["STIMULUS", "stimulus", "write_gtkw", "add_parser", "cmd_sim"]

@@ -4,13 +4,11 @@ Tcl interpreter), the FuseSoC core and generator (FuseSoC from PyPI, offline), a
 clock/reset names (simulated against the default names)."""
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
-import tkinter
 from pathlib import Path
 
 import pytest
@@ -221,6 +219,7 @@ class Constraints:
     def __init__(self, doc):
         self.ports = {p["name"]: p for p in doc["ports"]}
         self.clocks, self.delays = {}, []
+        tkinter = pytest.importorskip("tkinter", reason="Python without Tcl (tkinter)")
         self.tcl = tkinter.Tcl()
         for name in ("get_ports", "get_clocks", "create_clock", "set_input_delay",
                      "set_output_delay"):
