@@ -7,6 +7,8 @@ BIN      := $(CURDIR)/$(VENV)/bin
 STAMP    := $(VENV)/.installed
 JOBS     ?= 2
 RTL_DIR  ?= rtl_out
+# Extra options of every `spartan generate` of `make rtl`, e.g. RTL_FLAGS='--clock-mhz 200 --axi-names'.
+RTL_FLAGS ?=
 export PATH := $(BIN):$(PATH)
 
 .PHONY: help venv rtl test test-fast lint waves waves-docs docs-registers bench bench-quick synth traces mutants coverage fuzz clean distclean formal
@@ -39,7 +41,7 @@ venv: $(STAMP)
 
 rtl: $(STAMP)
 	@for block in $$($(BIN)/python -c 'from hw.blocks import BLOCKS; print(*BLOCKS)'); do \
-		$(BIN)/spartan generate $$block -o $(RTL_DIR) || exit 1; \
+		$(BIN)/spartan generate $$block -o $(RTL_DIR) $(RTL_FLAGS) || exit 1; \
 	done
 
 test: $(STAMP)
