@@ -250,7 +250,7 @@ def build_parser():
     lst.set_defaults(func=cmd_list)
     gen = sub.add_parser("generate", help="write <top>.v, <top>.json and the IP files beside "
                          "them (docs/interfaces.md)")
-    gen.add_argument("block")
+    gen.add_argument("block", help="monitor, compactor, expander, gemm or core (spartan list)")
     add_param_options(gen)
     gen.add_argument("--name", metavar="NAME", help="top module name (default spartan_<block>); "
                      "every other module and every file is named after it")
@@ -259,7 +259,9 @@ def build_parser():
     gen.add_argument("--axi-names", action="store_true",
                      help="clock aclk and synchronous active-low reset aresetn "
                      "instead of clk and rst")
-    gen.add_argument("-o", "--output", default="rtl_out", metavar="DIR")
+    gen.add_argument("-o", "--output", default="rtl_out", metavar="DIR",
+                     help="output folder, created if needed (default rtl_out); the whole file "
+                     "set is written or nothing")
     gen.set_defaults(func=cmd_generate)
     fgen = sub.add_parser("fusesoc-gen", help="FuseSoC generator: generate the configuration "
                           "FuseSoC's input file asks for into the current folder")
