@@ -27,7 +27,7 @@ from pathlib import Path
 import amaranth
 from amaranth._toolchain.yosys import find_yosys
 from amaranth.back import rtlil
-from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Shape, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, ResetSignal, Shape, Signal
 
 from . import __version__, ip
 from .axis import AxisTop, stream_fields
@@ -67,10 +67,12 @@ class AxiClockTop(Elaboratable):
         return [self.aclk, self.aresetn] + [getattr(self.top, n) for n in self.top.signature.members]
 
     def elaborate(self, platform):
-        m = Module()
+        # The top's own module, not a submodule of a new one: internal names stay
+        # ``core.<signal>`` as with the default names (waveforms, lint waivers).
+        m = self.top.elaborate(platform)
+        self.top._MustUse__used = True   # elaborated here, by hand: what Fragment.get records
         m.domains.sync = ClockDomain("sync")
         m.d.comb += [ClockSignal("sync").eq(self.aclk), ResetSignal("sync").eq(~self.aresetn)]
-        m.submodules.axis = self.top
         return m
 
 

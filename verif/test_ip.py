@@ -402,6 +402,11 @@ def test_axi_names_behave_as_the_default_with_inverted_reset(tmp_path):
     assert axi["clock"] == {"port": "aclk", "reset": "aresetn", "reset_active": "low",
                             "reset_kind": "synchronous", "target_mhz": 100.0}
     assert [p for p in axi["ports"][2:]] == [p for p in plain["ports"][2:]]
+    # Internal names as with the default names (waveforms, lint waivers): no extra level.
+    def internal(folder, top):
+        return sorted(set(re.findall(r"\\(core\.\S+)", (folder / f"{top}.v").read_text())))
+    assert internal(tmp_path / "plain", "mon_plain") == internal(tmp_path / "axi", "mon_axi")
+    assert internal(tmp_path / "axi", "mon_axi")
     ins = [p for p in plain["ports"][2:] if p["dir"] == "in"]
     outs = [p for p in plain["ports"] if p["dir"] == "out"]
     tb = ["module tb;", "  reg clk = 0; reg rst = 1; integer cycle, records, mismatches;"]
