@@ -1,4 +1,4 @@
-"""Reference model of zero-value compression (SPEC §4.2 compactor, §4.3 expander).
+"""Reference model of zero-value compression (docs/interfaces.md#compactor-and-the-zvc-format).
 
 A tile is ``rows x cols`` raw elements. Per row the compressed form is
 

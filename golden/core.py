@@ -1,12 +1,12 @@
-"""End-to-end reference model of the Spartan core (SPEC §4.5): results, per-tile decisions
-across passes, and every counter that does not depend on cycle timing.
+"""End-to-end reference model of the Spartan core (docs/interfaces.md#core): results, per-tile
+decisions across passes, and every counter that does not depend on cycle timing.
 
-Written from SPEC §4.5 and the register map (docs/registers.md): tiles are numbered from 0
-after ``PASS_START``; tile ``t`` uses density-table entry ``TABLE_BASE + t``; it is sparse iff
-``MODE`` is force-sparse, or ``MODE`` is auto and the entry holds ``nnz, elems`` with
-``nnz*256 <= THRESHOLD*elems``; after the tile, its entry holds the tile's own ``nnz, elems``.
-Counters saturate at ``2**32 - 1``. ``CYCLES``, ``BUSY_CYCLES`` and ``STALL_CYCLES`` depend on
-timing and are checked from the ports by the testbench instead.
+Written from docs/interfaces.md#core and the register map (docs/registers.md): tiles are
+numbered from 0 after ``PASS_START``; tile ``t`` uses density-table entry ``TABLE_BASE + t``; it
+is sparse iff ``MODE`` is force-sparse, or ``MODE`` is auto and the entry holds ``nnz, elems``
+with ``nnz*256 <= THRESHOLD*elems``; after the tile, its entry holds the tile's own
+``nnz, elems``. Counters saturate at ``2**32 - 1``. ``CYCLES``, ``BUSY_CYCLES`` and
+``STALL_CYCLES`` depend on timing and are checked from the ports by the testbench instead.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class CoreModel:
         self.b_raw = b
 
     def decide(self):
-        """Sparse (True) or dense for the next tile, by the rules of SPEC §4.5."""
+        """Sparse (True) or dense for the next tile, by the rules of docs/interfaces.md#core."""
         if self.mode == MODES["sparse"]:
             return True
         if self.mode != MODES["auto"]:

@@ -41,7 +41,8 @@ Tiling (every GEMM, stated, not measured)
     an operand whose ``I`` is not a multiple of ``k`` is not charged for its padding in either
     mode, so the speedup measures sparsity, not padding); for ``wgrad`` the cheaper of the two
     forms when both run dense. *Adaptive* cycles: each tile sparse (its true masks) iff
-    ``nnz*256 <= threshold*elems`` over the tile, otherwise dense: the core's rule (SPEC 4.5).
+    ``nnz*256 <= threshold*elems`` over the tile, otherwise dense: the core's rule
+    (docs/interfaces.md#core).
     The core decides from the density the same tile had in the previous pass; the estimate
     takes it equal to the tile's density now (the *oracle*), and :func:`last_pass` measures
     what deciding from an earlier pass costs.
@@ -140,7 +141,8 @@ def operand(layer, which):
 
 
 def pack_rows(bits):
-    """Row masks as integers, bit ``j`` = column ``j`` (SPEC 4.2's mask beat)."""
+    """Row masks as integers, bit ``j`` = column ``j``: the mask beats of the ZVC format
+    (docs/interfaces.md#compactor-and-the-zvc-format)."""
     bits = np.asarray(bits, dtype=bool)
     packed = np.packbits(bits, axis=1, bitorder="little")
     return [int.from_bytes(row.tobytes(), "little") for row in packed]

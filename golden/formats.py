@@ -1,4 +1,4 @@
-"""Element formats, lane packing and stream beats, as SPEC §1 defines them."""
+"""Element formats, lane packing and stream beats (docs/interfaces.md#conventions)."""
 
 from __future__ import annotations
 

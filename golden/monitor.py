@@ -1,4 +1,4 @@
-"""Reference model of the sparsity monitor (SPEC §4.1): one statistics record per tile."""
+"""Reference model of the sparsity monitor (docs/interfaces.md#monitor): one record per tile."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ class RegisterMap:
 
 
 def axil_members(addr_width):
-    """Port members of an AXI4-Lite slave named ``s_axil_*`` (flat, as SPEC §4.5 names them)."""
+    """Port members of an AXI4-Lite slave, flat ``s_axil_*`` (docs/interfaces.md#core)."""
     return {
         "s_axil_awaddr": In(addr_width), "s_axil_awvalid": In(1),
         "s_axil_awready": Out(1),

@@ -7,8 +7,9 @@ A block is written as an ordinary :class:`wiring.Component` whose stream members
 (``tuser``). Every other member is a plain port and keeps its name.
 
 :class:`AxisTop` wraps such a component into a flat top-level with exactly the port names of
-SPEC §1, and :func:`stream_fields` describes each stream's ``tdata``/``tuser`` bit fields for the
-manifest, derived from the same layouts so the two can never disagree.
+docs/interfaces.md#axi4-stream-ports, and :func:`stream_fields` describes each stream's
+``tdata``/``tuser`` bit fields for the manifest, derived from the same layouts so the two can
+never disagree.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``spartan``: the generator's command line (SPEC §3).
+"""``spartan``: the generator's command line (docs/interfaces.md#the-command-line).
 
 Errors in what the user typed print one line on stderr and exit with status 2; nothing is
 written. Anything else that goes wrong is a bug: one line saying so, exit status 70, and the

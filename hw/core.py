@@ -1,5 +1,5 @@
-"""Spartan core (SPEC §4.5): monitor -> compactor -> sparse GEMM, adaptive per tile, with an
-AXI4-Lite register interface.
+"""Spartan core (docs/interfaces.md#core): monitor -> compactor -> sparse GEMM, adaptive per
+tile, with an AXI4-Lite register interface.
 
 Data path
     ``s_axis_a`` (dense ``A`` rows of ``k`` elements) passes through the sparsity monitor
@@ -8,7 +8,7 @@ Data path
     data streams feed the GEMM (:mod:`hw.gemm`), whose ``C`` is ``m_axis_c``. ``s_axis_b`` goes
     straight to the GEMM's weight buffer. The blocks are instantiated, not copied.
 
-Per-tile decision (the paper's policy, SPEC §4.5)
+Per-tile decision (the paper's policy, docs/interfaces.md#core)
     Tiles are numbered from 0 after each ``CTRL.PASS_START``. A density table (``table_depth``
     entries of the monitor's ``nnz`` and ``elems``, plus a valid bit) remembers each tile index
     from the last pass that saw it; entry ``TABLE_BASE + t`` serves tile ``t``. Tile ``t`` is

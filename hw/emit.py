@@ -38,7 +38,7 @@ __all__ = ["elaborate", "to_verilog", "manifest", "generate", "write_atomically"
 _YOSYS_PASSES = "proc\nflatten\nopt -fast\nwreduce\nopt_clean -purge\nwrite_verilog -noattr\n"
 
 #: Every generated file: readable by all, whatever the umask (they are build products that
-#: other users and tools read; SPEC §3).
+#: other users and tools read; docs/interfaces.md#the-generated-files).
 FILE_MODE = 0o644
 
 
@@ -109,8 +109,9 @@ def generator_versions():
 
 
 def manifest(block, params, inner, top, *, name=None, clock_mhz=100.0, axi_names=False):
-    """The manifest of SPEC §2. Returns ``(doc, extra_files)``: a block may ship more files
-    beside its Verilog (the core's C register header), named relative to the output folder."""
+    """The manifest (docs/interfaces.md#the-manifest). Returns ``(doc, extra_files)``: a block
+    may ship more files beside its Verilog (the core's register header), named relative to the
+    output folder."""
     info = dict(block.info(inner))
     extra_files = info.pop("extra_files", {})
     clock = ip.ClockNames(axi_names)

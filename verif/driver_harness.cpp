@@ -84,7 +84,8 @@ Words get(const VlWide<N>& port) {
     return w;
 }
 
-// Lane i of a beat is bits [i*width, (i+1)*width) (SPEC §1).
+// Lane i of a beat is bits [i*width, (i+1)*width)
+// (docs/interfaces.md#lane-packing-and-tdata-width).
 Words pack(const std::vector<uint64_t>& lanes, unsigned width) {
     Words w((lanes.size() * width + 31) / 32 + 1, 0);
     for (std::size_t i = 0; i < lanes.size(); ++i)

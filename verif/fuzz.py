@@ -145,8 +145,8 @@ def in_declared_range(param, value):
 
 def cross_rule_error(block, p):
     """The rule between parameters that ``p`` (each value in range) breaks, as ``(name,
-    value)``, or None. Written from SPEC.md and the blocks' documented parameter meanings, not
-    from the checks in hw/: every "multiple of", "dividing", "at most" of ``spartan list``."""
+    value)``, or None. Written from docs/interfaces.md and the documented parameter meanings,
+    not from the checks in hw/: every "multiple of", "dividing", "at most" of ``spartan list``."""
     if p.get("number_format") == "fp" and p["width"] < 2:
         return "width", p["width"]                     # a sign bit and a magnitude
     if block in ("compactor", "expander") and p["cols"] % p["lanes"]:

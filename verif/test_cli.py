@@ -1,5 +1,5 @@
-"""The ``spartan`` command line (SPEC §3): listing, generation, and one-line errors with exit
-status 2 and nothing written."""
+"""The ``spartan`` command line (docs/interfaces.md#the-command-line): listing, generation,
+and one-line errors with exit status 2 and nothing written."""
 
 import contextlib
 import io
@@ -129,7 +129,8 @@ def test_version():
 # --- the generated file set -----------------------------------------------------------------
 
 def test_generate_writes_the_whole_set_readable_by_all(tmp_path):
-    """Under a private umask (077) every generated file is still 0644 (SPEC §3)."""
+    """Under a private umask (077) every generated file is still 0644
+    (docs/interfaces.md#the-generated-files)."""
     out = subprocess.run([sys.executable, "-m", "hw.cli", "generate", "monitor", "--set",
                           "lanes=2", "--name", "mon2", "-o", str(tmp_path / "new" / "dir")],
                          capture_output=True, text=True, preexec_fn=lambda: os.umask(0o077))

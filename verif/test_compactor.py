@@ -73,7 +73,8 @@ def test_properties_and_limits():
     BLOCK.resolve(dict(lanes=1, width=1, cols=1024))
 
 
-# --- the golden model, on examples worked by hand from SPEC §4.2 ------------------------------
+# --- the golden model, on examples worked by hand from the ZVC format ---------------------------
+# (docs/interfaces.md#compactor-and-the-zvc-format)
 
 def test_golden_worked_example():
     # lanes 4, width 8, cols 8. Row 0: nonzeros at 1, 4, 6, 7 -> mask 0b1101_0010, one beat.

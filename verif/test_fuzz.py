@@ -507,9 +507,9 @@ def cli_sets(draw, block):
 
 
 def parse_text(param, text):
-    """What a ``--set`` text means (SPEC §3): integers as Python reads them (base prefixes
-    allowed), flags true/false/1/0/yes/no/on/off, choices as typed; ``text`` itself otherwise
-    (then the error quotes the text)."""
+    """What a ``--set`` text means (docs/interfaces.md#the-command-line): integers as Python
+    reads them (base prefixes allowed), flags true/false/1/0/yes/no/on/off, choices as typed;
+    ``text`` itself otherwise (then the error quotes the text)."""
     text = text.strip()
     if param.kind is int:
         try:

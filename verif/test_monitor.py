@@ -65,7 +65,7 @@ def test_stats_width_holds_max_tile():
         assert (1 << Shape.cast(layout["zero_beats"].shape).width) - 1 >= -(-max_elems // lanes)
 
 
-# --- golden model, on cases worked out by hand from SPEC §4.1 ------------------------------
+# --- golden model, on cases worked out by hand from docs/interfaces.md#monitor ----------------
 
 def test_golden_hand_worked():
     tile = [[0, 1, 0, 0], [0, 0, 0, 0], [5, 5, 5, 5]]

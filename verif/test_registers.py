@@ -1,7 +1,8 @@
 """The core's register map in every form agrees: the manifest (from the Python map), the
 SystemRDL (compiled by systemrdl-compiler), the C header (compiled with gcc and printed), the
 IP-XACT (parsed as XML) and the Markdown (its tables parsed); each is read back independently
-into one canonical form and compared, and pinned against what SPEC §4.5 and the issue fix.
+into one canonical form and compared, and pinned against what docs/interfaces.md#core and the
+issue fix.
 The hardware's reset values are read over AXI4-Lite in amaranth.sim and compared with the
 manifest's, and docs/registers.md must be what `make docs-registers` writes."""
 
@@ -212,7 +213,7 @@ def test_every_form_agrees(generated, tmp_path):
     names = registers.file_names(BLOCK.top)
     manifest = _from_manifest(json.loads((out / f"{BLOCK.top}.json").read_text()))
 
-    # Pinned from SPEC §4.5 and the issue (not from the implementation).
+    # Pinned from docs/interfaces.md#core and the issue (not from the implementation).
     regs = manifest["regs"]
     for name in ("ID", "CTRL", "THRESHOLD") + SPEC_COUNTERS:
         assert name in regs, name
