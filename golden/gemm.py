@@ -28,13 +28,19 @@ from .formats import mask as bitmask
 from .formats import tile_to_beats
 
 __all__ = ["gemm", "c_beats", "GemmTiming", "row_passes", "TileCycles", "simulate",
-           "compute_bound_cycles", "is_compute_bound", "ISSUE_TO_PUSH", "FIFO_DEPTH"]
+           "compute_bound_cycles", "is_compute_bound", "ISSUE_TO_PUSH", "FIFO_DEPTH",
+           "BROADCAST_FIFO_DEPTH", "BROADCAST_ISSUE_TO_PUSH"]
 
 #: Cycles from a pass's issue to its column group's result entering the output FIFO
-#: (weight-buffer read, multiply, adder tree, accumulate; docs/gemm.md "Pipeline").
+#: (docs/gemm.md "Pipeline"): replicated = weight read, multiply, adder tree, accumulate;
+#: broadcast = row read and lane select, a copy of a beside each multiplier (the weight read,
+#: address and word registered, alongside), multiply, product registered twice, accumulate.
 ISSUE_TO_PUSH = 3
-#: Output FIFO entries (one entry = one column group of ``n_par`` results, or a zero row).
+BROADCAST_ISSUE_TO_PUSH = 5
+#: Output FIFO entries (one entry = one column group of ``n_par`` results, or a zero row) of
+#: the replicated datapath (``k_par > 1``) and of the broadcast one (``k_par = 1``).
 FIFO_DEPTH = 8
+BROADCAST_FIFO_DEPTH = 1
 
 
 def _values(raw, width, signed):
@@ -78,12 +84,22 @@ class GemmTiming:
     lanes: int = 8
     k: int = 64
     n: int = 64
-    k_par: int = 4
-    n_par: int = 16
+    k_par: int = 1
+    n_par: int = 64
     b_banks: int = 1
     sparse: bool = True
-    fifo_depth: int = FIFO_DEPTH
-    issue_to_push: int = ISSUE_TO_PUSH
+    # None: the datapath's own (broadcast for k_par = 1, replicated otherwise)
+    fifo_depth: int | None = None
+    issue_to_push: int | None = None
+
+    def __post_init__(self):
+        broadcast = self.k_par == 1
+        if self.fifo_depth is None:
+            depth = BROADCAST_FIFO_DEPTH if broadcast else FIFO_DEPTH
+            object.__setattr__(self, "fifo_depth", depth)
+        if self.issue_to_push is None:
+            delay = BROADCAST_ISSUE_TO_PUSH if broadcast else ISSUE_TO_PUSH
+            object.__setattr__(self, "issue_to_push", delay)
 
     @classmethod
     def of(cls, params):
@@ -262,15 +278,19 @@ def simulate(tiles, timing, *, start_cycle=0, max_cycles=10_000_000):
 def is_compute_bound(masks, timing):
     """Whether :func:`compute_bound_cycles` applies to this tile: every row has a nonzero, each
     row's passes cover the next row's load (``passes_i >= 1 + ceil(nnz_{i+1} / lanes)``) and
-    each column group's passes cover its output beats (``passes_i / (n/n_par) >= n_par/lanes``)."""
+    each column group's passes cover its output beats (``passes_i / (n/n_par) >= n_par/lanes``,
+    plus ``issue_to_push + 1`` when the output has a single entry)."""
     t = timing
     masks = [t.effective(m) for m in masks]
     if not all(masks):
         return False
     passes = [row_passes(m, t)[0] for m in masks]
     loads = [1 + -(-bin(m).count("1") // t.lanes) for m in masks]
+    # With a single output entry a column group's last pass waits for the previous entry to
+    # be pushed, drained and its credit returned: issue_to_push + beats + 1 cycles.
+    per_group = t.n_par // t.lanes + (t.issue_to_push + 1 if t.fifo_depth == 1 else 0)
     return all(passes[i] >= loads[i + 1] for i in range(len(masks) - 1)) and \
-        all(pa // t.col_groups >= t.n_par // t.lanes for pa in passes)
+        all(pa // t.col_groups >= per_group for pa in passes)
 
 
 def compute_bound_cycles(masks, timing):

@@ -1,5 +1,12 @@
 """Tile sparse GEMM datapath (SPEC §4.4): ``C = A·B``, ``A`` in ZVC rows, ``B`` resident.
 
+Two datapaths behind one component (docs/gemm.md, "Two datapaths"): ``k_par = 1``, the default,
+is the *broadcast* datapath of :mod:`hw.gemm_broadcast` (one nonzero per pass times a whole
+``n_par``-wide row of ``B``; ``B`` stored once, no conflicts); ``k_par > 1`` is the *replicated*
+datapath below (``k_par`` nonzeros per pass, ``B`` replicated or banked). Both follow the same
+loader, issue and output rules, so :mod:`golden.gemm` models both; what follows describes the
+replicated one.
+
 Dataflow (row-wise, Gustavson; docs/gemm.md has the diagrams)
     Row ``i`` of ``C`` is ``sum over nonzero a[i,k] of a[i,k] * B[k, :]``. The row's nonzeros
     (value and column ``k``), in column order, are cut into aligned *groups* of ``k_par``. For
@@ -46,14 +53,16 @@ Malformed ``A`` streams
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
 from .compactor import prefix_sums, select_onehot
-from .elements import beat_layout, tree_sum
+from .elements import tree_sum
+from .gemm_broadcast import ISSUE_TO_PUSH as BROADCAST_ISSUE_TO_PUSH
+from .gemm_broadcast import OUT_DEPTH as BROADCAST_OUT_DEPTH
+from .gemm_broadcast import BroadcastGemm, gemm_members, log2, mux_tree, weight_write_pointer
 
 __all__ = ["SparseGemm", "BLOCK", "ISSUE_TO_PUSH", "FIFO_DEPTH"]
 
@@ -62,13 +71,13 @@ ISSUE_TO_PUSH = 3
 #: Output FIFO entries (column groups of ``n_par`` sums, or zero-row tokens).
 FIFO_DEPTH = 8
 
-#: Sizes ``make synth`` reports besides the defaults: the dense-only build (the area cost of
-#: sparsity support), a quarter-size array and a double-width one, each also dense-only.
+#: Sizes ``make synth`` reports besides the defaults, each beside its dense-only twin (added
+#: by the flow): the replicated datapath at the same 64 multipliers (the previous default, the
+#: second design of docs/gemm.md) and the broadcast one at double width.
 SYNTH_SIZES = (
     {"sparse": False},
-    {"k_par": 2, "n_par": 8},
-    {"k_par": 2, "n_par": 8, "sparse": False},
-    {"k_par": 4, "n_par": 32},
+    {"k_par": 4, "n_par": 16},
+    {"n": 128, "n_par": 128},
 )
 
 PARAMS = (
@@ -78,8 +87,9 @@ PARAMS = (
     P.integer("acc_width", 32, 1, 64, "bits per C accumulator; sums wrap modulo 2**acc_width"),
     P.integer("k", 64, 1, 1024, "K: A columns = B rows, a multiple of lanes"),
     P.integer("n", 64, 1, 1024, "N: B and C columns, a multiple of lanes"),
-    P.power_of_two("k_par", 4, 1, 64, "multipliers along K: nonzeros of a row per pass"),
-    P.power_of_two("n_par", 16, 1, 256,
+    P.power_of_two("k_par", 1, 1, 64, "multipliers along K: nonzeros of a row per pass (1: the "
+                                      "broadcast datapath, B stored once; more: B replicated)"),
+    P.power_of_two("n_par", 64, 1, 256,
                    "multipliers along N: C columns per pass, a multiple of lanes dividing n"),
     P.power_of_two("b_banks", 1, 1, 64,
                    "weight-buffer banks (row k in bank k mod b_banks), each stored k_par/b_banks "
@@ -104,26 +114,8 @@ def _check(p):
                          f"not {p['b_banks']!r}")
 
 
-def _log2(value):
-    return value.bit_length() - 1
-
-
-def _select(values, index):
-    """``values[index]`` as a balanced tree of 2:1 multiplexers on the bits of ``index``
-    (an ``Array`` becomes a Yosys ``$pmux``, whose Verilog ``casez`` Verilator calls
-    overlapping); indices past the end give the last value."""
-    values = list(values)
-    bit = 0
-    while len(values) > 1:
-        if len(values) % 2:
-            values.append(values[-1])
-        values = [Mux(index[bit], values[i + 1], values[i]) for i in range(0, len(values), 2)]
-        bit += 1
-    return values[0]
-
-
 class SparseGemm(wiring.Component):
-    """Tile sparse GEMM.
+    """Tile sparse GEMM: the broadcast datapath for ``k_par = 1``, the replicated one otherwise.
 
     Parameters
     ----------
@@ -141,24 +133,12 @@ class SparseGemm(wiring.Component):
                                 was not all ones; flagged, otherwise ignored
     """
 
-    def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=4,
-                 n_par=16, b_banks=1, sparse=True):
+    def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=1,
+                 n_par=64, b_banks=1, sparse=True):
         p = BLOCK.resolve(dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k,
                                n=n, k_par=k_par, n_par=n_par, b_banks=b_banks, sparse=sparse))
         self._p = p
-        super().__init__({
-            "s_axis_b": In(stream.Signature(beat_layout(lanes, width))),
-            "s_axis_a_mask": In(stream.Signature(data.StructLayout({"data": k, "last": 1}))),
-            "s_axis_a_data": In(stream.Signature(beat_layout(lanes, width))),
-            "m_axis_c": Out(stream.Signature(beat_layout(lanes, acc_width))),
-            "stat_busy": Out(1),
-            "stat_issue": Out(1),
-            "stat_conflict": Out(1),
-            "stat_stall": Out(1),
-            "stat_empty_row": Out(1),
-            "stat_macs": Out(range(k_par * n_par + 1)),
-            "err_a_stream": Out(1),
-        })
+        super().__init__(gemm_members(p))
 
     lanes = property(lambda self: self._p["lanes"])
     width = property(lambda self: self._p["width"])
@@ -173,6 +153,14 @@ class SparseGemm(wiring.Component):
     copies = property(lambda self: self._p["k_par"] // self._p["b_banks"])
 
     def elaborate(self, platform):
+        if self.k_par == 1:
+            m = Module()
+            m.submodules.datapath = datapath = BroadcastGemm(self._p)
+            wiring.connect(m, wiring.flipped(self), datapath)
+            return m
+        return self._elaborate_replicated()
+
+    def _elaborate_replicated(self):
         m = Module()
         p = self._p
         L, W, A = p["lanes"], p["width"], p["acc_width"]
@@ -189,24 +177,11 @@ class SparseGemm(wiring.Component):
         b = self.s_axis_b
         tiles_in_flight = Signal(range(3))
         b_loading = Signal()
-        b_sub = Signal(range(max(BEATS_PER_WORD, 2)))
-        b_cg = Signal(range(max(CG, 2)))
-        b_row = Signal(range(max(K, 2)))
         m.d.comb += b.ready.eq(tiles_in_flight == 0)
         b_write = Signal()
         m.d.comb += b_write.eq(b.valid & b.ready)
-        with m.If(b_write):
-            m.d.sync += b_loading.eq(~b.payload.last)
-            with m.If(b.payload.last):
-                m.d.sync += [b_sub.eq(0), b_cg.eq(0), b_row.eq(0)]
-            with m.Elif(b_sub != BEATS_PER_WORD - 1):
-                m.d.sync += b_sub.eq(b_sub + 1)
-            with m.Else():
-                m.d.sync += b_sub.eq(0)
-                with m.If(b_cg != CG - 1):
-                    m.d.sync += b_cg.eq(b_cg + 1)
-                with m.Else():
-                    m.d.sync += [b_cg.eq(0), b_row.eq(Mux(b_row == K - 1, 0, b_row + 1))]
+        b_sub, b_cg, b_row = weight_write_pointer(m, b, b_write, b_loading, k=K, col_groups=CG,
+                                                  beats_per_word=BEATS_PER_WORD)
 
         b_word = Cat(*[b.payload.data[i] for i in range(L)])
         read_ports = []  # index = bank * COPIES + copy
@@ -217,7 +192,7 @@ class SparseGemm(wiring.Component):
                 granular = BEATS_PER_WORD > 1
                 wp = mem.write_port(granularity=L * W if granular else None)
                 m.d.comb += [
-                    wp.addr.eq((b_row >> _log2(BB)) * CG + b_cg),
+                    wp.addr.eq((b_row >> log2(BB)) * CG + b_cg),
                     wp.data.eq(Cat(*[b_word] * BEATS_PER_WORD)),
                 ]
                 hit = b_write & ((b_row & (BB - 1)) == bank) if BB > 1 else b_write
@@ -282,10 +257,10 @@ class SparseGemm(wiring.Component):
                 m.d.sync += ld_slot.eq(~ld_slot)
             with m.Else():
                 m.d.sync += [ld_data.eq(1), ld_beat.eq(0),
-                             ld_beats_left.eq((nnz_in + L - 1) >> _log2(L))]
+                             ld_beats_left.eq((nnz_in + L - 1) >> log2(L))]
 
         # Column of each lane of the current data beat: the j whose rank is beat*lanes + lane.
-        lane_bits = _log2(L)
+        lane_bits = log2(L)
         lane_idx = []
         for lane in range(L if SPARSE else 0):
             hits = []
@@ -336,8 +311,8 @@ class SparseGemm(wiring.Component):
                         for g in range(GROUPS)]
                 idxs = [slot_idx[s][g * KP + lane] if g * KP + lane < K else Const(0, idx_shape)
                         for g in range(GROUPS)]
-                per_slot_val.append(_select(vals, c_grp))
-                per_slot_idx.append(_select(idxs, c_grp))
+                per_slot_val.append(mux_tree(vals, c_grp))
+                per_slot_idx.append(mux_tree(idxs, c_grp))
             v = Signal(W, name=f"g_val{lane}")
             i = Signal(idx_shape, name=f"g_idx{lane}")
             ok = Signal(name=f"g_valid{lane}")
@@ -350,8 +325,8 @@ class SparseGemm(wiring.Component):
 
         # Bank of each entry and its rank among the group's entries of the same bank; the
         # entry is read in sub-pass rank // COPIES by copy rank % COPIES of its bank.
-        bank_bits = _log2(BB)
-        copy_bits = _log2(COPIES)
+        bank_bits = log2(BB)
+        copy_bits = log2(COPIES)
         g_bank = [g_idx[l][:bank_bits] if bank_bits else Const(0, 1) for l in range(KP)]
         g_rank = []
         for lane in range(KP):
@@ -374,7 +349,7 @@ class SparseGemm(wiring.Component):
         zero_row = Signal()
         last_grp = Signal()
         m.d.comb += [zero_row.eq(cur_nnz == 0),
-                     last_grp.eq((c_grp + 1) == ((cur_nnz + KP - 1) >> _log2(KP)))]
+                     last_grp.eq((c_grp + 1) == ((cur_nnz + KP - 1) >> log2(KP)))]
         group_done = Signal()
         row_done = Signal()
         m.d.comb += [group_done.eq(zero_row | (last_sub & last_grp)),
@@ -461,7 +436,7 @@ class SparseGemm(wiring.Component):
                 bval = bval.as_signed() if p["signed"] else bval
                 m.d.sync += prods[i][c].eq(a1[i] * bval)
 
-        sum_shape = exact_or_acc(2 * W + _log2(KP))
+        sum_shape = exact_or_acc(2 * W + log2(KP))
         sums = [Signal(sum_shape, name=f"sum{c}") for c in range(NP)]
         m.d.sync += [sums[c].eq(tree_sum(prods[i][c] for i in range(KP))) for c in range(NP)]
 
@@ -488,7 +463,7 @@ class SparseGemm(wiring.Component):
         c_out = self.m_axis_c
         chunks = [Cat(*[head.sums[w * L + lane] for lane in range(L)])
                   for w in range(BEATS_PER_WORD)]
-        chunk = _select(chunks, o_beat)
+        chunk = mux_tree(chunks, o_beat)
         m.d.comb += [
             c_out.valid.eq(out_fifo.r_rdy),
             c_out.payload.data.eq(Mux(head.zero, 0, chunk)),
@@ -524,12 +499,14 @@ STAT_PORTS = {
 
 def _info(gemm):
     bits = gemm.copies * gemm.k * gemm.n * gemm.width
+    issue_to_push = BROADCAST_ISSUE_TO_PUSH if gemm.k_par == 1 else ISSUE_TO_PUSH
     return {
-        "latency_cycles": ISSUE_TO_PUSH + 2,
+        "latency_cycles": issue_to_push + 2,
         "throughput_beats_per_cycle": 1.0,
+        "datapath": "broadcast" if gemm.k_par == 1 else "replicated",
         "macs_per_cycle": gemm.k_par * gemm.n_par,
-        "issue_to_push_cycles": ISSUE_TO_PUSH,
-        "output_fifo_entries": FIFO_DEPTH,
+        "issue_to_push_cycles": issue_to_push,
+        "output_fifo_entries": BROADCAST_OUT_DEPTH if gemm.k_par == 1 else FIFO_DEPTH,
         "weight_buffer": {"memories": gemm.k_par, "banks": gemm.b_banks, "copies": gemm.copies,
                           "word_bits": gemm.n_par * gemm.width, "bits": bits},
         "stats_ports": STAT_PORTS,

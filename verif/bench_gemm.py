@@ -17,12 +17,14 @@ from verif import runner
 DENSITIES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 ROWS = 64
 
-#: name -> parameters: the defaults, a larger configuration, and the defaults without
-#: replication (classic banking) to show what the conflict scheme costs.
+#: name -> parameters: the default broadcast datapath, the replicated one it replaced (same 64
+#: MACs), a double-size broadcast array, and the replicated one without replication (classic
+#: banking) to show what its conflict scheme costs.
 CONFIGS = {
-    "defaults (k_par 4, n_par 16, b_banks 1)": {},
-    "large (K=N=128, k_par 8, n_par 16)": dict(k=128, n=128, k_par=8, n_par=16),
-    "defaults, banked (b_banks 4, no replication)": dict(b_banks=4),
+    "defaults: broadcast (k_par 1, n_par 64)": {},
+    "replicated (k_par 4, n_par 16, b_banks 1)": dict(k_par=4, n_par=16),
+    "large broadcast (K=N=128, n_par 128)": dict(k=128, n=128, n_par=128),
+    "replicated, banked (k_par 4, n_par 16, b_banks 4)": dict(k_par=4, n_par=16, b_banks=4),
 }
 
 

@@ -395,6 +395,9 @@ def _checks():
     comp = {"lanes": 2, "width": 2, "cols": 4}
     comp4 = {"lanes": 4, "width": 2, "cols": 8}
     gemm = {"lanes": 2, "width": 2, "acc_width": 4, "k": 4, "n": 4, "k_par": 2, "n_par": 2}
+    # The broadcast datapath (k_par = 1) with two column groups.
+    gemm_broadcast = {"lanes": 2, "width": 2, "acc_width": 4, "k": 4, "n": 4, "k_par": 1,
+                      "n_par": 2}
     core = dict(gemm, table_depth=2, max_tile_elems=63)
     # Stability alone goes deep cheaply; the exact conservation properties make every BMC step
     # much harder (the solver relates two counts across the whole trace), so they run shorter.
@@ -416,7 +419,9 @@ def _checks():
               "stable output; every element from its mask and data"),
         Check("expander_lanes4", "expander", comp4, 10, (expander_props(4, 2, 8),),
               "as above, 4 lanes"),
-        Check("gemm", "gemm", gemm, 24, (), "stable output"),
+        Check("gemm", "gemm", gemm, 24, (), "stable output (replicated datapath)"),
+        Check("gemm_broadcast", "gemm", gemm_broadcast, 24, (),
+              "stable output (broadcast datapath)"),
         Check("core", "core", core, 16, (axil_props(),),
               "stable outputs (C stream, AXI4-Lite B and R); one response per request"),
     ]

@@ -17,7 +17,10 @@ from verif.amsim import simulate as am_simulate
 
 # (k_par, n_par, K, N, width, acc_width) varied together with lanes, signedness and banking.
 CONFIGS = [
-    dict(),  # the defaults: lanes 8, width 8, signed, acc 32, K=N=64, k_par 4, n_par 16
+    dict(),  # the defaults: lanes 8, width 8, signed, acc 32, K=N=64, k_par 1, n_par 64
+    # the broadcast datapath (k_par 1) with column groups and a row of 6 beats, and dense-only
+    dict(lanes=4, width=6, signed=False, acc_width=12, k=24, n=16, k_par=1, n_par=8),
+    dict(lanes=2, width=8, signed=True, acc_width=20, k=16, n=8, k_par=1, n_par=8, sparse=False),
     dict(lanes=4, width=8, signed=True, acc_width=16, k=32, n=16, k_par=8, n_par=8, b_banks=8),
     dict(lanes=4, width=6, signed=False, acc_width=12, k=24, n=8, k_par=2, n_par=4, b_banks=2),
     dict(lanes=2, width=16, signed=True, acc_width=40, k=16, n=32, k_par=16, n_par=2, b_banks=4),
@@ -46,7 +49,8 @@ def _id(config):
     (dict(n_par=4), ValueError, "n_par must be a multiple of lanes (8) dividing n (64), not 4"),
     (dict(n=48, n_par=32), ValueError,
      "n_par must be a multiple of lanes (8) dividing n (48), not 32"),
-    (dict(b_banks=8), ValueError, "b_banks must be a power of two from 1 to k_par (4), not 8"),
+    (dict(k_par=4, b_banks=8), ValueError,
+     "b_banks must be a power of two from 1 to k_par (4), not 8"),
     (dict(b_banks=3), ValueError, "b_banks must be a power of two from 1 to 64, not 3"),
 ])
 def test_bad_parameters(kwargs, error, message):
@@ -183,6 +187,10 @@ def _am_run(config, tiles, b_raw, rng, *, idle=0.3, backpressure=0.3):
     dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, k_par=4, n_par=8, b_banks=2),
     dict(lanes=2, width=5, signed=False, acc_width=9, k=12, n=4, k_par=8, n_par=2, b_banks=8),
     dict(lanes=4, width=4, signed=True, acc_width=7, k=8, n=8, k_par=1, n_par=8, b_banks=1),
+    dict(lanes=4, width=6, signed=False, acc_width=12, k=24, n=16, k_par=1, n_par=8),
+    dict(lanes=2, width=5, signed=True, acc_width=9, k=6, n=4, k_par=1, n_par=2),
+    dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, k_par=1, n_par=8,
+         sparse=False),
     dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, k_par=4, n_par=8, b_banks=2,
          sparse=False),
 ], ids=_id)

@@ -1,0 +1,606 @@
+"""Broadcast sparse GEMM (``k_par = 1``, the default): each cycle one nonzero ``a[i, k]`` of
+``A`` times the whole row slice ``B[k, j*n_par : (j+1)*n_par]``.
+
+Why this datapath (docs/gemm.md, "Two designs")
+    A pass multiplies one nonzero by ``n_par`` weights of one row of ``B``, so the nonzero's
+    column ``k`` is simply the weight-buffer read address: ``B`` is stored once, no pass can
+    conflict, there is no group rounding (a row costs exactly ``nnz`` passes per column group),
+    and nothing selects operands per multiplier. Zero skipping costs only what turns a mask into
+    a sequence of column numbers (one lowest-set-bit search per cycle) and a popcount; the
+    dense-only twin (``sparse = false``) is the same datapath with a counter in its place.
+
+Components, each a small :class:`wiring.Component` (docs/gemm.md has the diagram)
+    :class:`WeightBuffer`  ``s_axis_b`` -> one memory of ``n_par``-element words, a read port
+                           with registered address and word (address at ``t``, word at ``t + 3``)
+    :class:`RowLoader`     ``s_axis_a_mask`` + ``s_axis_a_data`` -> two row slots (mask, flags)
+                           and a row memory of data beats, read one beat at a time
+    :class:`Scheduler`     walks the current slot's set mask bits, one pass per cycle; drives the
+                           weight and row memories' read addresses; output credits
+    :class:`MacArray`      ``n_par`` multipliers and accumulators; a column group's sums leave
+                           ``ISSUE_TO_PUSH`` cycles after its last pass issued
+    :class:`OutputQueue`   ``OUT_DEPTH`` entries of ``n_par`` sums -> ``m_axis_c``
+
+    Scheduler -> MacArray -> OutputQueue are valid-only streams: the scheduler issues a pass that
+    completes a column group only while it holds an output credit, so nothing after the issue
+    ever stalls, and back-pressure on ``m_axis_c`` holds the scheduler, then the loader (both
+    slots full), then ``s_axis_a_*``.
+
+The rules (slots, credits, issue-to-push) are those of the replicated design (:mod:`hw.gemm`),
+so one cycle model (:mod:`golden.gemm`) predicts both exactly; only the constants differ.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .elements import beat_layout, tree_sum
+
+__all__ = ["BroadcastGemm", "ISSUE_TO_PUSH", "OUT_DEPTH", "weight_write_pointer", "gemm_members",
+           "mux_tree", "log2"]
+
+#: Cycles from a pass's issue to its column group's sums entering the output queue: the row
+#: memory read and lane select, ``a`` registered again on its way to the multipliers (the
+#: weight read, address and word registered, takes as long), the multiply, its product
+#: registered twice (beside the multiplier, then beside the accumulator), the accumulate.
+ISSUE_TO_PUSH = 5
+#: Output queue entries of ``n_par`` sums. One suffices at 20 % density and above (each row's
+#: passes outlast its ``n_par / lanes`` output beats plus the pipeline); a second entry would
+#: cost as many flip-flops as the accumulators themselves (docs/gemm.md, "Output queue").
+OUT_DEPTH = 1
+
+
+def log2(value):
+    """log2 of a power of two."""
+    return value.bit_length() - 1
+
+
+def mux_tree(values, index):
+    """``values[index]`` as a balanced tree of 2:1 multiplexers (indices past the end give the
+    last value)."""
+    values = list(values)
+    bit = 0
+    while len(values) > 1:
+        if len(values) % 2:
+            values.append(values[-1])
+        values = [Mux(index[bit], values[i + 1], values[i]) for i in range(0, len(values), 2)]
+        bit += 1
+    return values[0]
+
+
+def _index_bits(count):
+    """Bits of an index into ``count`` things (0 for one thing)."""
+    return (count - 1).bit_length()
+
+
+def lowest_set_bit(m, bits, width, name):
+    """``(index, rest)``: the position of the lowest set bit of ``bits`` (0 when none) and
+    ``bits`` without it; one carry chain (``bits & -bits``) and an OR tree per index bit."""
+    onehot = Signal(width, name=f"{name}_lowest")
+    m.d.comb += onehot.eq(bits & (~bits + 1))
+    index = Cat(*[Cat(*[onehot[j] for j in range(width) if (j >> b) & 1]).any()
+                  for b in range(max(_index_bits(width), 1))])
+    return index, (bits & (bits - 1))[:width]
+
+
+def weight_write_pointer(m, b, write, loading, *, k, col_groups, beats_per_word):
+    """The ``B`` write position ``(b_sub, b_cg, b_row)`` (beat within a word, column group,
+    row of ``B``) stepped by each ``write`` of stream ``b``: row-major ``B``, ``tlast`` back to
+    ``B[0, 0]``, rows beyond ``k`` wrap. ``loading`` is set while a packet is part-way in."""
+    b_sub = Signal(range(max(beats_per_word, 2)), name="b_sub")
+    b_cg = Signal(range(max(col_groups, 2)), name="b_cg")
+    b_row = Signal(range(max(k, 2)), name="b_row")
+    with m.If(write):
+        m.d.sync += loading.eq(~b.payload.last)
+        with m.If(b.payload.last):
+            m.d.sync += [b_sub.eq(0), b_cg.eq(0), b_row.eq(0)]
+        with m.Elif(b_sub != beats_per_word - 1):
+            m.d.sync += b_sub.eq(b_sub + 1)
+        with m.Else():
+            m.d.sync += b_sub.eq(0)
+            with m.If(b_cg != col_groups - 1):
+                m.d.sync += b_cg.eq(b_cg + 1)
+            with m.Else():
+                m.d.sync += [b_cg.eq(0), b_row.eq(Mux(b_row == k - 1, 0, b_row + 1))]
+    return b_sub, b_cg, b_row
+
+
+def mask_layout(k):
+    return data.StructLayout({"data": k, "last": 1})
+
+
+def slot_layout():
+    """What a row slot holds besides its data beats and its mask (kept by the scheduler):
+    whether the row is empty, and whether it is the tile's last row."""
+    return data.StructLayout({"zero": 1, "last": 1})
+
+
+def pass_layout(lanes):
+    """One issued pass: the lane of the row's data beat holding its ``a`` value, whether it
+    completes a column group (``push``), is a zero-row token, and ends the tile."""
+    return data.StructLayout({"lane": max(log2(lanes), 1), "push": 1, "zero": 1, "tlast": 1})
+
+
+def entry_layout(n_par, acc_width):
+    return data.StructLayout({"sums": data.ArrayLayout(acc_width, n_par), "zero": 1, "tlast": 1})
+
+
+class WeightBuffer(wiring.Component):
+    """``B`` resident in one memory of ``n_par``-element words, address ``k * (n/n_par) + j``.
+
+    ``s_axis_b`` is ready while ``hold`` is low (no ``A`` tile in flight); ``tlast`` returns the
+    write pointer to ``B[0, 0]``, beats beyond ``k*n/lanes`` wrap. The read address and the
+    read word are both registered outside the memory (block RAM then neither waits for logic
+    nor drives any: the word is at ``rd_data`` three cycles after its address was on
+    ``rd_addr``).
+    """
+
+    def __init__(self, *, lanes, width, k, n, n_par):
+        self._p = dict(lanes=lanes, width=width, k=k, n=n, n_par=n_par)
+        super().__init__({
+            "s_axis_b": In(stream.Signature(beat_layout(lanes, width))),
+            "hold": In(1),
+            "loading": Out(1),
+            "rd_addr": In(range(max(k * (n // n_par), 2))),
+            "rd_data": Out(n_par * width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W, K, NP = p["lanes"], p["width"], p["k"], p["n_par"]
+        CG = p["n"] // NP
+        beats_per_word = NP // L
+        b = self.s_axis_b
+        write = Signal()
+        m.d.comb += [b.ready.eq(~self.hold), write.eq(b.valid & b.ready)]
+        b_sub, b_cg, b_row = weight_write_pointer(m, b, write, self.loading, k=K,
+                                                  col_groups=CG, beats_per_word=beats_per_word)
+
+        m.submodules.words = words = Memory(shape=unsigned(NP * W), depth=K * CG, init=[])
+        granular = beats_per_word > 1
+        wp = words.write_port(granularity=L * W if granular else None)
+        beat = Cat(*[b.payload.data[i] for i in range(L)])
+        m.d.comb += [wp.addr.eq(b_row * CG + b_cg), wp.data.eq(Cat(*[beat] * beats_per_word))]
+        m.d.comb += wp.en.eq(Mux(write, 1 << b_sub, 0) if granular else write)
+        rp = words.read_port(transparent_for=())
+        m.d.sync += [rp.addr.eq(self.rd_addr), self.rd_data.eq(rp.data)]
+        return m
+
+
+class RowLoader(wiring.Component):
+    """``A`` rows into two slots, alternately: a mask beat when the next slot is free, then the
+    row's ``ceil(popcount / lanes)`` data beats into the row memory (address ``(slot, beat)``).
+    A slot is ``full`` from the cycle after its row's last input beat until ``release``.
+
+    A tile's first mask waits while ``b_pending`` (a ``B`` packet being received or offered).
+    ``take`` is one-hot in the cycle a slot takes the mask on ``mask`` (the scheduler keeps it). The mask decides how many data beats a row has; a data ``tlast`` elsewhere than the
+    row's last beat, or (dense-only) a mask that is not all ones, only raises ``err``.
+    """
+
+    def __init__(self, *, lanes, width, k, sparse):
+        self._p = dict(lanes=lanes, width=width, k=k, sparse=sparse)
+        super().__init__({
+            "s_axis_a_mask": In(stream.Signature(mask_layout(k))),
+            "s_axis_a_data": In(stream.Signature(beat_layout(lanes, width))),
+            "b_pending": In(1),
+            "release": In(2),
+            "full": Out(2),
+            "slots": Out(data.ArrayLayout(slot_layout(), 2)),
+            "take": Out(2),
+            "mask": Out(k),
+            "tile_begins": Out(1),
+            "err": Out(1),
+            "rd_addr": In(range(2 << _index_bits(k // lanes))),
+            "rd_data": Out(lanes * width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W, K, SPARSE = p["lanes"], p["width"], p["k"], p["sparse"]
+        beat_bits = _index_bits(K // L)
+        ms, ds = self.s_axis_a_mask, self.s_axis_a_data
+
+        ld_data = Signal()                       # receiving a row's data beats
+        ld_slot = Signal()
+        ld_beat = Signal(max(beat_bits, 1))
+        ld_beats_left = Signal(range(K // L + 1))
+        tile_start = Signal(init=1)              # the next mask starts a tile
+        m.d.comb += [
+            ms.ready.eq(~ld_data & ~self.full.bit_select(ld_slot, 1)
+                        & ~(tile_start & self.b_pending)),
+            ds.ready.eq(ld_data),
+        ]
+        mask_in = ms.payload.data
+        mask_accept = Signal()
+        data_accept = Signal()
+        m.d.comb += [mask_accept.eq(ms.valid & ms.ready), data_accept.eq(ds.valid & ds.ready),
+                     self.tile_begins.eq(mask_accept & tile_start)]
+        set_full = Signal(2)
+        m.d.comb += [self.take.eq(Mux(mask_accept, 1 << ld_slot, 0)), self.mask.eq(mask_in)]
+
+        # The row's data-beat count, ceil(popcount / lanes), is needed by its first data beat,
+        # one cycle after the mask at the earliest: the popcount is split across that boundary
+        # (counts of 8-bit chunks registered with the mask, summed when the first beat comes).
+        ld_first = Signal()                      # the next data beat is the row's first
+        if SPARSE:
+            chunk_bits = min(8, K)
+            chunks = [mask_in[j:j + chunk_bits] for j in range(0, K, chunk_bits)]
+            chunk_counts = [Signal(range(len(c) + 1), name=f"chunk_count{i}")
+                            for i, c in enumerate(chunks)]
+            empty = ~mask_in.any()
+            nnz = tree_sum(chunk_counts)
+            beats_of_row = (nnz + L - 1) >> log2(L)
+        else:
+            empty = Const(0, 1)
+            beats_of_row = K // L
+        beats_left = Signal(range(K // L + 1))
+        m.d.comb += beats_left.eq(Mux(ld_first, beats_of_row, ld_beats_left))
+        with m.If(mask_accept):
+            m.d.sync += tile_start.eq(ms.payload.last)
+            if SPARSE:
+                m.d.sync += [count.eq(tree_sum(chunk[i] for i in range(len(chunk))))
+                             for count, chunk in zip(chunk_counts, chunks)]
+            for s in range(2):
+                with m.If(ld_slot == s):
+                    slot = self.slots[s]
+                    m.d.sync += [slot.last.eq(ms.payload.last), slot.zero.eq(empty)]
+            with m.If(empty):
+                m.d.comb += set_full.eq(1 << ld_slot)
+                m.d.sync += ld_slot.eq(~ld_slot)
+            with m.Else():
+                m.d.sync += [ld_data.eq(1), ld_beat.eq(0), ld_first.eq(1)]
+
+        bad_mask = mask_accept & ~mask_in.all() if not SPARSE else 0
+        m.d.comb += self.err.eq((data_accept & (ds.payload.last != (beats_left == 1)))
+                                | bad_mask)
+        with m.If(data_accept):
+            m.d.sync += [ld_beat.eq(ld_beat + 1), ld_beats_left.eq(beats_left - 1),
+                         ld_first.eq(0)]
+            with m.If(beats_left == 1):
+                m.d.comb += set_full.eq(1 << ld_slot)
+                m.d.sync += [ld_slot.eq(~ld_slot), ld_data.eq(0)]
+        m.d.sync += self.full.eq((self.full & ~self.release) | set_full)
+
+        m.submodules.beats = beats = Memory(shape=unsigned(L * W), depth=2 << beat_bits,
+                                            init=[])
+        wp = beats.write_port()
+        m.d.comb += [wp.addr.eq(Cat(ld_beat[:beat_bits], ld_slot)), wp.en.eq(data_accept),
+                     wp.data.eq(Cat(*[ds.payload.data[i] for i in range(L)]))]
+        rp = beats.read_port(transparent_for=())
+        m.d.comb += [rp.addr.eq(self.rd_addr), self.rd_data.eq(rp.data)]
+        return m
+
+
+class Scheduler(wiring.Component):
+    """One pass per cycle of the row in the current slot (slots alternate) while it is full.
+
+    Sparse: each slot keeps its next column (``head``, the lowest set mask bit not yet issued)
+    and the bits after it (``rest``). A slot takes its mask into ``rest`` and is *primed* the
+    next cycle (head found, removed from rest), before its row can be full; each pass finds the
+    next head the same way, so the weight address of a pass comes straight from a register and
+    one lowest-set-bit unit per slot serves both. Dense-only: the column is the
+    pass counter. A pass that completes a column group (its row's last nonzero, or a zero row)
+    issues only while an output credit is free (``OUT_DEPTH`` of them, returned by ``freed``).
+    """
+
+    def __init__(self, *, lanes, k, n, n_par, sparse, out_depth=OUT_DEPTH):
+        self._p = dict(lanes=lanes, k=k, n=n, n_par=n_par, sparse=sparse, out_depth=out_depth)
+        cg = n // n_par
+        super().__init__({
+            "full": In(2),
+            "slots": In(data.ArrayLayout(slot_layout(), 2)),
+            "take": In(2),
+            "mask": In(k),
+            "release": Out(2),
+            "freed": In(1),
+            "b_addr": Out(range(max(k * cg, 2))),
+            "row_addr": Out(range(2 << _index_bits(k // lanes))),
+            "o_pass": Out(stream.Signature(pass_layout(lanes), always_ready=True)),
+            "stall": Out(1),
+            "tile_ends": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, K, NP, SPARSE = p["lanes"], p["k"], p["n_par"], p["sparse"]
+        CG = p["n"] // NP
+        beat_bits = _index_bits(K // L)
+        lane_bits = log2(L)
+        idx_shape = range(max(K, 2))
+
+        c_slot = Signal()
+        c_cg = Signal(range(max(CG, 2)))
+        rank = Signal(range(max(K, 2)))          # the pass's nonzero within the row
+        outstanding = Signal(range(p["out_depth"] + 1))
+        cur = Signal(slot_layout())
+        m.d.comb += cur.eq(Mux(c_slot, self.slots[1], self.slots[0]))
+        cur_full = self.full.bit_select(c_slot, 1)
+
+        if SPARSE:
+            head = [Signal(idx_shape, name=f"slot{s}_head") for s in range(2)]
+            rest = [Signal(K, name=f"slot{s}_rest") for s in range(2)]
+            # Column groups after the first start over from the row's first nonzero.
+            first_head = [Signal(idx_shape, name=f"slot{s}_first_head") for s in range(2)]
+            first_rest = [Signal(K, name=f"slot{s}_first_rest") for s in range(2)]
+            column = Signal(idx_shape)
+            cur_rest = Signal(K)
+            m.d.comb += [column.eq(Mux(c_slot, head[1], head[0])),
+                         cur_rest.eq(Mux(c_slot, rest[1], rest[0]))]
+            last_nonzero = ~cur_rest.any()
+        else:
+            column = rank
+            last_nonzero = rank == K - 1
+        group_done = Signal()
+        row_done = Signal()
+        m.d.comb += [group_done.eq(cur.zero | last_nonzero),
+                     row_done.eq(cur.zero | (last_nonzero & (c_cg == CG - 1)))]
+        issue = Signal()
+        m.d.comb += issue.eq(cur_full & (~group_done | (outstanding < p["out_depth"])))
+
+        m.d.comb += [
+            self.b_addr.eq(column * CG + c_cg),
+            self.row_addr.eq(Cat((rank >> lane_bits)[:beat_bits], c_slot)),
+            self.o_pass.valid.eq(issue),
+            self.o_pass.payload.lane.eq(rank[:lane_bits] if lane_bits else 0),
+            self.o_pass.payload.push.eq(group_done),
+            self.o_pass.payload.zero.eq(cur.zero),
+            self.o_pass.payload.tlast.eq(cur.last & row_done),
+            self.stall.eq(cur_full & ~issue),
+            self.tile_ends.eq(issue & row_done & cur.last),
+            self.release.eq(Mux(issue & row_done, 1 << c_slot, 0)),
+        ]
+
+        with m.If(issue):
+            with m.If(row_done):
+                m.d.sync += [c_cg.eq(0), rank.eq(0), c_slot.eq(~c_slot)]
+            with m.Elif(last_nonzero):
+                m.d.sync += [c_cg.eq(c_cg + 1), rank.eq(0)]
+            with m.Else():
+                m.d.sync += rank.eq(rank + 1)
+
+        if SPARSE:
+            prime = Signal(2)                    # the cycle after a slot took its mask
+            m.d.sync += prime.eq(self.take)
+            for s in range(2):
+                next_index, next_rest = lowest_set_bit(m, rest[s], K, f"slot{s}_rest")
+                advance = Signal(name=f"slot{s}_advance")
+                m.d.comb += advance.eq(prime[s] | (issue & (c_slot == s) & ~cur.zero
+                                                   & ~last_nonzero))
+                with m.If(self.take[s]):
+                    m.d.sync += rest[s].eq(self.mask)
+                with m.Elif(advance):
+                    m.d.sync += [head[s].eq(next_index), rest[s].eq(next_rest)]
+                if CG > 1:
+                    # A row's column groups after the first start again from its primed state.
+                    with m.If(prime[s]):
+                        m.d.sync += [first_head[s].eq(next_index),
+                                     first_rest[s].eq(next_rest)]
+                    with m.If(issue & (c_slot == s) & ~cur.zero & last_nonzero):
+                        m.d.sync += [head[s].eq(first_head[s]), rest[s].eq(first_rest[s])]
+
+        m.d.sync += outstanding.eq(outstanding + (issue & group_done) - self.freed)
+        return m
+
+
+class MacArray(wiring.Component):
+    """``n_par`` multipliers and accumulators.
+
+    A pass issued at ``t``: its row beat is on ``a_beat`` at ``t + 1`` (the lane is selected and
+    registered), registered again at ``t + 2`` (its route to every multiplier has a cycle of
+    its own), multiplied at ``t + 3``
+    with its weight word (on ``b_word`` then), the product registered at the multiplier's
+    output and again at ``t + 4``, and accumulated at ``t + 5``; a pass that completes a column
+    group sends
+    ``acc + product`` on ``o_sums`` in that cycle and clears the accumulators. Exact widths, or
+    ``acc_width`` bits when that is less: sums wrap modulo ``2**acc_width``.
+    """
+
+    def __init__(self, *, lanes, width, signed, acc_width, n_par):
+        self._p = dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width,
+                       n_par=n_par)
+        super().__init__({
+            "i_pass": In(stream.Signature(pass_layout(lanes), always_ready=True)),
+            "a_beat": In(lanes * width),
+            "b_word": In(n_par * width),
+            "o_sums": Out(stream.Signature(entry_layout(n_par, acc_width), always_ready=True)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W, A, NP = p["lanes"], p["width"], p["acc_width"], p["n_par"]
+        flags = data.StructLayout({"valid": 1, "lane": max(log2(L), 1), "push": 1, "zero": 1,
+                                   "tlast": 1})
+        f1, f2, f3, f4, f5 = (Signal(flags, name=f"f{i}") for i in range(1, 6))
+        m.d.sync += [
+            f1.valid.eq(self.i_pass.valid),
+            f1.lane.eq(self.i_pass.payload.lane),
+            f1.push.eq(self.i_pass.payload.push),
+            f1.zero.eq(self.i_pass.payload.zero),
+            f1.tlast.eq(self.i_pass.payload.tlast),
+            f2.eq(f1),
+            f3.eq(f2),
+            f4.eq(f3),
+            f5.eq(f4),
+        ]
+        elem = signed(W) if p["signed"] else unsigned(W)
+        lanes = [self.a_beat[i * W:(i + 1) * W] for i in range(L)]
+        a1 = Signal(elem)
+        m.d.sync += a1.eq(mux_tree(lanes, f1.lane) if L > 1 else lanes[0])
+        # The register -> multiplier -> register path is the GEMM's critical path on ECP5
+        # (docs/gemm.md, "Timing choices"): ``a`` reaches the multipliers from a register of its
+        # own, and each product is registered at the multiplier and again for the accumulator.
+        a2 = Signal(elem)
+        m.d.sync += a2.eq(a1)
+
+        def exact_or_acc(bits):
+            if bits >= A:
+                return unsigned(A)
+            return signed(bits) if p["signed"] else unsigned(bits)
+        prod_shape = exact_or_acc(2 * W)
+        products = [Signal(prod_shape, name=f"product{c}") for c in range(NP)]
+        prods = [Signal(prod_shape, name=f"prod{c}") for c in range(NP)]
+        for c in range(NP):
+            bval = self.b_word[c * W:(c + 1) * W]
+            bval = bval.as_signed() if p["signed"] else bval
+            m.d.sync += [products[c].eq(a2 * bval), prods[c].eq(products[c])]
+
+        acc = [Signal(A, name=f"acc{c}") for c in range(NP)]
+        acc_next = [Signal(A, name=f"acc_next{c}") for c in range(NP)]
+        for c in range(NP):
+            m.d.comb += acc_next[c].eq(acc[c] + prods[c])
+            # Cleared after a column group's last pass (a zero row's too: its accumulators are
+            # already zero) rather than zeroed on its first: the clear is the register's
+            # synchronous reset, with priority over its enable, so no LUT sits in front of it.
+            with m.If(f5.valid & f5.push):
+                m.d.sync += acc[c].eq(0)
+            with m.Elif(f5.valid):
+                m.d.sync += acc[c].eq(acc_next[c])
+        out = self.o_sums
+        m.d.comb += [out.valid.eq(f5.valid & f5.push), out.payload.zero.eq(f5.zero),
+                     out.payload.tlast.eq(f5.tlast)]
+        m.d.comb += [out.payload.sums[c].eq(acc_next[c]) for c in range(NP)]
+        return m
+
+
+class OutputQueue(wiring.Component):
+    """``depth`` entries of ``n_par`` sums (or zero-row tokens) -> ``m_axis_c``: ``n_par /
+    lanes`` beats per entry, ``n / lanes`` zero beats per token, ``tlast`` on a tile's last
+    beat. An entry is readable from the cycle after its push; ``freed`` pulses in the cycle of
+    an entry's last beat. The scheduler's credits guarantee a push always finds room."""
+
+    def __init__(self, *, lanes, acc_width, n, n_par, depth=OUT_DEPTH):
+        self._p = dict(lanes=lanes, acc_width=acc_width, n=n, n_par=n_par, depth=depth)
+        super().__init__({
+            "i_sums": In(stream.Signature(entry_layout(n_par, acc_width), always_ready=True)),
+            "m_axis_c": Out(stream.Signature(beat_layout(lanes, acc_width))),
+            "freed": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, A, N, NP, D = p["lanes"], p["acc_width"], p["n"], p["n_par"], p["depth"]
+        layout = entry_layout(NP, A)
+        entries = [Signal(layout, name=f"entry{e}") for e in range(D)]
+        count = Signal(range(D + 1))
+        wr = Signal(range(max(D, 2)))
+        rd = Signal(range(max(D, 2)))
+        pushed = self.i_sums.payload
+        for e in range(D):
+            write = self.i_sums.valid & (wr == e)
+            with m.If(write):
+                m.d.sync += [entries[e].zero.eq(pushed.zero), entries[e].tlast.eq(pushed.tlast)]
+            # A zero-row token's sums are stored as zeros (the register's synchronous reset), so
+            # the output sends its beats without a multiplexer to zero them.
+            with m.If(write & pushed.zero):
+                m.d.sync += entries[e].sums.eq(0)
+            with m.Elif(write):
+                m.d.sync += entries[e].sums.eq(pushed.sums)
+        with m.If(self.i_sums.valid):
+            m.d.sync += wr.eq(Mux(wr == D - 1, 0, wr + 1))
+
+        head = Signal(layout)
+        m.d.comb += head.eq(mux_tree(entries, rd) if D > 1 else entries[0])
+        beat = Signal(range(max(N // L, 2)))
+        final = Signal()
+        beats_per_entry = NP // L
+        m.d.comb += final.eq(beat == Mux(head.zero, N // L - 1, beats_per_entry - 1))
+        c = self.m_axis_c
+        chunks = [Cat(*[head.sums[w * L + lane] for lane in range(L)])
+                  for w in range(beats_per_entry)]
+        m.d.comb += [
+            c.valid.eq(count != 0),
+            # Beats past an entry's chunks (a zero-row token has n/lanes beats) read one of
+            # them: zeros.
+            c.payload.data.eq(mux_tree(chunks, beat)),
+            c.payload.last.eq(head.tlast & final),
+        ]
+        pop = Signal()
+        m.d.comb += [pop.eq(c.valid & c.ready & final), self.freed.eq(pop)]
+        with m.If(c.valid & c.ready):
+            m.d.sync += beat.eq(Mux(final, 0, beat + 1))
+        with m.If(pop):
+            m.d.sync += rd.eq(Mux(rd == D - 1, 0, rd + 1))
+        m.d.sync += count.eq(count + self.i_sums.valid - pop)
+        return m
+
+
+def gemm_members(p):
+    """The GEMM's ports (both datapaths): streams, statistics strobes, the error flag."""
+    L, W, A, K = p["lanes"], p["width"], p["acc_width"], p["k"]
+    return {
+        "s_axis_b": In(stream.Signature(beat_layout(L, W))),
+        "s_axis_a_mask": In(stream.Signature(mask_layout(K))),
+        "s_axis_a_data": In(stream.Signature(beat_layout(L, W))),
+        "m_axis_c": Out(stream.Signature(beat_layout(L, A))),
+        "stat_busy": Out(1),
+        "stat_issue": Out(1),
+        "stat_conflict": Out(1),
+        "stat_stall": Out(1),
+        "stat_empty_row": Out(1),
+        "stat_macs": Out(range(p["k_par"] * p["n_par"] + 1)),
+        "err_a_stream": Out(1),
+    }
+
+
+class BroadcastGemm(wiring.Component):
+    """Tile sparse GEMM, ``k_par = 1``: ports, parameters and malformed-stream behaviour as
+    :class:`hw.gemm.SparseGemm` (see there and docs/gemm.md); ``stat_conflict`` is always 0."""
+
+    def __init__(self, p):
+        self._p = p
+        super().__init__(gemm_members(p))
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, K, N, NP = p["lanes"], p["k"], p["n"], p["n_par"]
+        m.submodules.weights = weights = WeightBuffer(lanes=L, width=p["width"], k=K, n=N,
+                                                      n_par=NP)
+        m.submodules.loader = loader = RowLoader(lanes=L, width=p["width"], k=K,
+                                                 sparse=p["sparse"])
+        m.submodules.scheduler = sched = Scheduler(lanes=L, k=K, n=N, n_par=NP,
+                                                   sparse=p["sparse"])
+        m.submodules.macs = macs = MacArray(lanes=L, width=p["width"], signed=p["signed"],
+                                            acc_width=p["acc_width"], n_par=NP)
+        m.submodules.output = output = OutputQueue(lanes=L, acc_width=p["acc_width"], n=N,
+                                                   n_par=NP)
+
+        wiring.connect(m, wiring.flipped(self.s_axis_b), weights.s_axis_b)
+        wiring.connect(m, wiring.flipped(self.s_axis_a_mask), loader.s_axis_a_mask)
+        wiring.connect(m, wiring.flipped(self.s_axis_a_data), loader.s_axis_a_data)
+        wiring.connect(m, sched.o_pass, macs.i_pass)
+        wiring.connect(m, macs.o_sums, output.i_sums)
+        wiring.connect(m, output.m_axis_c, wiring.flipped(self.m_axis_c))
+
+        tiles_in_flight = Signal(range(3))
+        m.d.sync += tiles_in_flight.eq(tiles_in_flight + loader.tile_begins - sched.tile_ends)
+        m.d.comb += [
+            weights.hold.eq(tiles_in_flight != 0),
+            loader.b_pending.eq(weights.loading | self.s_axis_b.valid),
+            loader.release.eq(sched.release),
+            sched.full.eq(loader.full),
+            sched.slots.eq(loader.slots),
+            sched.take.eq(loader.take),
+            sched.mask.eq(loader.mask),
+            sched.freed.eq(output.freed),
+            weights.rd_addr.eq(sched.b_addr),
+            loader.rd_addr.eq(sched.row_addr),
+            macs.a_beat.eq(loader.rd_data),
+            macs.b_word.eq(weights.rd_data),
+        ]
+        issue = sched.o_pass.valid
+        m.d.comb += [
+            self.stat_busy.eq(tiles_in_flight != 0),
+            self.stat_issue.eq(issue),
+            self.stat_conflict.eq(0),
+            self.stat_stall.eq(sched.stall),
+            self.stat_empty_row.eq(issue & sched.o_pass.payload.zero),
+            self.stat_macs.eq(Mux(issue & ~sched.o_pass.payload.zero, NP, 0)),
+            self.err_a_stream.eq(loader.err),
+        ]
+        return m
