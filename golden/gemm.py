@@ -1,6 +1,6 @@
-"""Reference model of the tile sparse GEMM (SPEC §4.4): the result, and the cycles it takes.
+"""Reference model of the tile sparse GEMM (docs/interfaces.md#gemm): result and cycles.
 
-Result (from the SPEC alone)
+Result (from docs/interfaces.md#gemm alone)
     ``C = A · B`` with ``A`` (M×K) and ``B`` (K×N) raw ``width``-bit elements, read as two's
     complement when ``signed`` and as unsigned otherwise; products and sums are exact and ``C``
     is reduced modulo ``2**acc_width`` (two's-complement wrap), returned as raw ``acc_width``-bit

@@ -1,4 +1,4 @@
-"""Tile sparse GEMM datapath (SPEC §4.4): ``C = A·B``, ``A`` in ZVC rows, ``B`` resident.
+"""Tile sparse GEMM (docs/interfaces.md#gemm): ``C = A·B``, ``A`` in ZVC rows, ``B`` resident.
 
 Two datapaths behind one component (docs/gemm.md, "Two datapaths"): ``k_par = 1``, the default,
 is the *broadcast* datapath of :mod:`hw.gemm_broadcast` (one nonzero per pass times a whole

@@ -193,8 +193,9 @@ def _member(name, dsp):
 
 
 def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
-    """The sparse build needs 30 DSPs (the 25F has 28), its twin 20: both go to the 85F, each
-    with seeds 1..3; a no-fit from nextpnr on one member moves both on as well."""
+    """The sparse build needs 80 DSPs (the 25F has 28, the 45F 72), its twin 20: both go to the
+    85F, each with seeds 1..3; a no-fit from nextpnr on one member moves both on as well (to the
+    next device, the 45F)."""
     calls = []
     fmax = {("sparse", 1): 60.0, ("sparse", 2): 66.0, ("sparse", 3): 63.0,
             ("dense", 1): 70.0, ("dense", 2): 71.0, ("dense", 3): 75.0}
@@ -207,7 +208,7 @@ def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
 
     monkeypatch.setattr(synth, "place_seed", fake_place)
     ecp5 = synth.FAMILIES["ecp5"]
-    sparse, dense = synth.place_group([_member("sparse", 30), _member("dense", 20)], ecp5,
+    sparse, dense = synth.place_group([_member("sparse", 80), _member("dense", 20)], ecp5,
                                       seeds=3, jobs=2)
     assert sorted(calls) == sorted((w, "LFE5U-85F-6", s) for w in ("sparse", "dense")
                                    for s in (1, 2, 3))
@@ -229,8 +230,8 @@ def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
     monkeypatch.setattr(synth, "place_seed", no_fit_on_25f)
     sparse, dense = synth.place_group([_member("sparse", 8), _member("dense", 8)], ecp5,
                                       seeds=3, jobs=2)
-    assert (sparse["device"], dense["device"]) == ("LFE5U-85F-6", "LFE5U-85F-6")
-    assert {c[1] for c in calls} == {"LFE5U-25F-6", "LFE5U-85F-6"}
+    assert (sparse["device"], dense["device"]) == ("LFE5U-45F-6", "LFE5U-45F-6")
+    assert {c[1] for c in calls} == {"LFE5U-25F-6", "LFE5U-45F-6"}
 
     # Nowhere to go: neither fits, each with the reason.
     big = synth.place_group([_member("sparse", 200), _member("dense", 20)], ecp5, seeds=3)
