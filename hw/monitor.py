@@ -205,8 +205,11 @@ class SparsityMonitor(wiring.Component):
             record.elems.eq(Mux(closing_over["elems"], top, closing_raw["elems"])),
             record.zero_beats.eq(Mux(closing_over["zero_beats"], (1 << beats_w) - 1,
                                      closing_raw["zero_beats"])),
+            # threshold * (2**count_w - 1), sliced to its width: the unsigned difference is a
+            # signed Amaranth value, whose sign bit Yosys left undriven (a combinational loop in
+            # Verilator) when only the low bits were used.
             record_thr_elems.eq(Mux(closing_over["elems"],
-                                    (closing_threshold << count_w) - closing_threshold,
+                                    ((closing_threshold << count_w) - closing_threshold)[:thr_w],
                                     closing_raw["thr_elems"])),
         ]
 
