@@ -25,6 +25,7 @@ docs-registers`` -> docs/registers.md).
 from __future__ import annotations
 
 import functools
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -101,12 +102,20 @@ def compile_rdl(path):
     return compiler.elaborate().top
 
 
+def _peakrdl(command, rdl_path, out_path, *options):
+    """Run ``peakrdl COMMAND`` (the console script installed beside this Python)."""
+    script = Path(sys.executable).parent / "peakrdl"
+    argv = [str(script) if script.exists() else "peakrdl", command, str(rdl_path),
+            "-o", str(out_path), *options]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"peakrdl {command} failed: {done.stderr.strip()}")
+
+
 @functools.lru_cache(maxsize=16)
 def _render(rdl, top):
     from peakrdl_cheader.c_standards import CStandard
     from peakrdl_cheader.exporter import CHeaderExporter
-    from peakrdl_ipxact import IPXACTExporter
-    from peakrdl_markdown import MarkdownExporter
 
     names = file_names(top)
     with tempfile.TemporaryDirectory(prefix="spartan-rdl-") as tmp:
@@ -116,10 +125,15 @@ def _render(rdl, top):
         # gnu99: the driver and its users build with -std=c99 (the C11 header would need
         # static_assert).
         CHeaderExporter().export(node, str(tmp / names["header"]), std=CStandard.gnu99)
-        IPXACTExporter(vendor="spartan-rtl", library="spartan", version=__version__).export(
-            node, str(tmp / names["ipxact"]))
-        MarkdownExporter().export(node, str(tmp / names["markdown"]))
+        # The IP-XACT and Markdown exporters are GPL-3.0: they run as PeakRDL's own command, in
+        # a process of their own, never imported into this Apache-2.0 code.
+        _peakrdl("ip-xact", tmp / names["rdl"], tmp / names["ipxact"], "--vendor",
+                 "spartan-rtl", "--library", "spartan", "--version", __version__)
+        _peakrdl("markdown", tmp / names["rdl"], tmp / names["markdown"])
         texts = {kind: (tmp / name).read_text() for kind, name in names.items()}
+    # PeakRDL's command lists its input files in the Markdown: not the temporary folder.
+    texts["markdown"] = "".join(line for line in texts["markdown"].splitlines(keepends=True)
+                                if str(tmp) not in line)
     title = node.get_property("name")
     texts["markdown"] = (
         f"# {title}\n\n"
