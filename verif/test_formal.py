@@ -3,7 +3,8 @@ breaks the handshake rules fails, a correct one passes, and one real block check
 ``make formal`` runs every check to its full depth."""
 
 import pytest
-from amaranth.hdl import Module, Value
+from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl._ast import Assert
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,10 +29,10 @@ class RegisterSlice(wiring.Component):
         return m
 
 
-def _run(tmp_path, dut, depth, props=()):
+def _run(tmp_path, dut, depth, props=(), prove=None):
     check = formal.Check("toy", "toy", {}, depth)
     return formal.run_check(check, harness=formal.Harness(dut, props), workdir=tmp_path,
-                            echo=lambda *a: None)
+                            echo=lambda *a: None, prove=prove)
 
 
 def test_stability_violation_is_found(tmp_path):
@@ -47,6 +48,48 @@ def test_compliant_stream_passes(tmp_path):
     assert result["status"] == "PASS"
     # A held beat is taken at the earliest in step 2: loaded on edge 1, held one cycle.
     assert result["covers"] == {"reached": 1, "total": 1, "last_step": 2}
+
+
+def test_induction_proves_a_compliant_stream(tmp_path):
+    result = _run(tmp_path, RegisterSlice(broken=False), depth=6, prove=2)
+    assert result["status"] == "PROVEN" and result["k"] == 2
+
+
+def test_induction_base_case_finds_the_violation(tmp_path):
+    result = _run(tmp_path, RegisterSlice(broken=True), depth=4, prove=4)
+    assert result["status"] == "FAIL"
+
+
+class TwinCounters(wiring.Component):
+    """A register slice whose payload is the beat XOR ``up ^ ~down``: ``up`` counts up, and
+    ``down`` counts down from all ones, so from reset ``up == ~down`` and the payload is the
+    beat, stable at every depth. From a state where they differ (unreachable, and kept forever)
+    the XOR changes every cycle and the held payload with it, so k-induction closes only with
+    the invariant ``up == ~down``."""
+
+    def __init__(self):
+        super().__init__({"s_axis": In(stream.Signature(4)), "m_axis": Out(stream.Signature(4))})
+        self.up, self.down = Signal(2), Signal(2, init=0b11)
+
+    def elaborate(self, platform):
+        m = Module()
+        beat = Signal(4)
+        m.d.sync += [self.up.eq(self.up + 1), self.down.eq(self.down - 1)]
+        load = self.m_axis.ready | ~self.m_axis.valid
+        m.d.comb += [self.s_axis.ready.eq(load),
+                     self.m_axis.payload.eq(beat ^ (self.up ^ ~self.down))]
+        with m.If(load):
+            m.d.sync += [self.m_axis.valid.eq(self.s_axis.valid), beat.eq(self.s_axis.payload)]
+        return m
+
+
+def test_induction_needs_the_invariant(tmp_path):
+    assert _run(tmp_path / "bare", TwinCounters(), depth=6, prove=6)["status"] == "UNPROVEN"
+
+    def invariant(m, dut, h):
+        m.d.comb += Assert(dut.up == ~dut.down, "twin counters disagree")
+    result = _run(tmp_path / "inv", TwinCounters(), depth=6, props=(invariant,), prove=2)
+    assert result["status"] == "PROVEN"
 
 
 class Silent(wiring.Component):
