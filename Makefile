@@ -24,7 +24,7 @@ help:
 	@echo "make bench   run every benchmark (make bench-quick: the CI-sized run)"
 	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5; 3 placement seeds) of every block, the GEMM's"
 	@echo "             figure of merit and ASIC proxy: docs/synth.md (SYNTH_ARGS=\"gemm --families ecp5,asic\")"
-	@echo "make formal  bounded model checks of every block's outputs and invariants: docs/formal.md"
+	@echo "make formal  k-induction proofs (else BMC) of every block's outputs and invariants: docs/formal.md"
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"
 	@echo "make coverage  Verilator line + toggle coverage of the regression: docs/coverage.md"
@@ -95,7 +95,8 @@ synth: $(SYNTH_STAMP)
 	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp XDG_CACHE_HOME=$(CURDIR)/.cache \
 		nice -n 19 $(BIN)/python -m verif.synth --jobs $(JOBS) $(SYNTH_ARGS)
 
-# Bounded model checks of every block (SymbiYosys + Yices, minutes): docs/formal.md.
+# Model checks of every block (SymbiYosys + Yices, minutes): k-induction proofs where they
+# close, BMC to a stated depth elsewhere; docs/formal.md.
 FORMAL_STAMP := $(VENV)/.installed-formal
 $(FORMAL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[formal]'
