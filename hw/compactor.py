@@ -1,37 +1,49 @@
 """Compaction engine (SPEC §4.2): dense rows -> zero-value compression (ZVC), one beat a cycle.
 
-A three-stage pipeline (no stage ever stalls: the input is throttled instead, see *Flow
-control*), so that no path goes from the input port through the whole packing:
+A pipeline of register stages (none ever stalls: the input is throttled instead, see *Flow
+control*), each with a bounded amount of logic. Two stage plans (:func:`pipeline`): from 8
+lanes on the *deep* one below, so that no path goes from the input port through more than the
+nonzero test (150 MHz on ECP5 at 8 and 16 lanes; docs/compactor.md, *Synthesis*); below 8
+lanes, where the prefix sum and the crossbar are small, the *short* one, which keeps the
+latency low: S1 registers the beat with its prefix sum straight from the input, the mask is
+assembled from S1 and written into (unbuffered) FIFOs from S2, the window is formed from S2's
+registers and written into the data FIFO without S3 and S4.
 
-**S1** (registered from the accepted input beat)
+**S0** (registered from the accepted input beat)
     ``nz``: the per-lane nonzero test (:func:`hw.elements.is_nonzero`; all ones in dense
-    bypass); ``pos``: its exclusive prefix sum (a log-depth Hillis-Steele scan), where each
-    nonzero lane lands among this beat's nonzeros; ``count``: the total. Plus the beat itself
-    and its place in the row (``beat``, row end, ``tlast``).
+    bypass), the beat itself and its place in the row (``beat``, row end, ``tlast``).
+**Prefix stages, the second is S1** (:data:`PREFIX_STAGES`, :func:`staged_prefix_sums`)
+    ``pos``: the exclusive prefix sum of ``nz``, where each nonzero lane lands among this
+    beat's nonzeros; ``count``: the total. First per group of four lanes by table lookup (one
+    LUT level), then over the groups (two adder levels up to 16 lanes). The rest of the beat
+    travels beside it.
 **S2** (registered from S1)
     ``fill`` (< ``lanes``): how many elements of the row are left over in the staging register
     when this beat reaches S3. ``total = fill + count``, ``full = total >= lanes``, and the
     number of data beats the beat makes (0, 1, or 2 at a row end: ``n_new``). The crossbar's
     select, one-hot: ``sel[j][i]`` = lane ``i`` is nonzero and lands at window position
     ``j = fill + pos[i]``. The row's mask is assembled here (one slot of ``lanes`` bits per
-    beat) and, at the row's end, enters the mask FIFO with the row's ``tlast`` and its number
-    of data beats.
-**S3** (into the data FIFO)
+    beat, a stage later) and, at the row's end, goes with the row's ``tlast`` and its number of
+    data beats into *closed row* registers, and from there into the mask FIFO.
+**S3** (registered from S2)
+    The lanes moved by ``sel`` (an AND-OR crossbar) to their window positions.
+**Window step** (from S3 into the S4 registers)
     ``window``: ``2*lanes - 1`` elements (the most a beat and a leftover make), the staging
-    register (``fill`` leftover elements of the row, zeros above) OR the lanes moved by
-    ``sel`` (an AND-OR crossbar).
+    register (``fill`` leftover elements of the row, zeros above) OR the moved lanes.
     ``window[:lanes]`` is a packed output beat when ``full``; ``window[lanes:]`` is then the new
     staging content (the leftover carried into the next beat). At the row's end both halves
     leave as up to two beats, zero-filled, and the staging register empties.
+**S4**: the beat written into the data FIFO.
 
 Everything S2 and S3 need that depends on more than one beat (``fill``, the mask slots, the
 row's beat count) is a function of the ``nz`` bits alone, so it is computed a stage ahead of
-the data it steers.
+the data it steers. The mask slots and the row's beat count are kept a stage behind S2 (from
+S2's registers), and the finished row waits in *closed row* registers before the FIFOs.
 
-Data beats go into a FIFO (``data_depth`` = ``cols/lanes`` + :data:`DATA_MARGIN` beats: one
+Data beats go into a FIFO (``data_depth`` = ``cols/lanes`` + ``data_margin`` beats: one
 whole row, the beats in flight, and the beats that arrive while the row's mask leaves). The row
 end can produce two beats in one cycle; the second waits in a one-beat ``pending`` register.
-Over any run of S3 steps at most one more beat is produced than steps (a row of ``b`` beats
+Over any run of window steps at most one more beat is produced than steps (a row of ``b`` beats
 packs into at most ``b`` data beats; and while ``pending`` is full the staging register is
 empty), so that single register is enough.
 
@@ -41,18 +53,18 @@ beats against the grant, so a beat can be written to the FIFO before anyone know
 row's last. So a consumer reads a mask, then exactly ``ceil(popcount/lanes)`` data beats.
 
 Flow control: ``s_axis_tready`` is a register, ``room``: high when the data FIFO holds at most
-``data_depth - 1 -`` :data:`DATA_IN_FLIGHT` beats and the mask FIFO at most
-``MASK_DEPTH -`` :data:`MASK_IN_FLIGHT` rows, as counted in the cycle before. Beats and rows
-still in the pipeline (and the one being accepted) then always fit, so the pipeline never
-waits and nothing is dropped. Back-pressure on either output only fills its FIFO; the data
-FIFO's threshold is above a whole row, so the row in progress can always finish and release
-its mask (no deadlock).
+``data_depth - 1 - data_in_flight`` beats and the mask FIFO at most
+``mask_depth - mask_in_flight`` rows (:class:`Pipeline`), as counted in the cycle before. Beats
+and rows still in the pipeline (and the one being accepted) then always fit, so the pipeline
+never waits and nothing is dropped. Back-pressure on either output only fills its FIFO; the
+data FIFO's threshold is above a whole row, so the row in progress can always finish and
+release its mask (no deadlock).
 
-Latency (outputs ready): the row's last input beat transfers on edge ``t``; its mask can
-transfer on edge ``t+2`` (:data:`MASK_LATENCY`) and its first data beat on edge ``t+4``
-(:data:`DATA_LATENCY`) when that beat is made by the row's last input beat, or on edge ``t+3``
-(one edge after the mask, as it is granted) when it was made earlier. Before the pipelining
-for timing these were 1 and 2 (both cases).
+Latency (outputs ready): the row's last input beat transfers on edge ``t``. Deep: its mask can
+transfer on edge ``t+7`` and its first data beat on edge ``t+8`` (every data beat waits for its
+row's grant, one edge after the mask). Short: ``t+2`` and ``t+4`` when that beat is made by
+the row's last input beat (``t+3`` when made earlier: one edge after the mask). Before the
+first pipelining for timing these were 1 and 2.
 
 Malformed input: ``tlast`` before a row's last beat closes the row early. The missing columns
 are zeros (mask bits 0, no data), a bypass row's mask has ones over the received columns only;
@@ -61,39 +73,74 @@ valid ZVC stream that expands to the zero-padded row. ``error`` is high for one 
 after such a beat transfers.
 """
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
-from .elements import beat_layout, is_nonzero, lanes_layout
+from .elements import beat_layout, delayed, is_nonzero, lanes_layout, lookup
 
-__all__ = ["Compactor", "BLOCK", "input_layout", "MASK_DEPTH", "GRANT_DEPTH", "data_depth",
-           "MASK_LATENCY", "DATA_LATENCY", "prefix_sums", "popcount", "check_cols"]
+__all__ = ["Compactor", "BLOCK", "input_layout", "GRANT_DEPTH", "data_depth", "pipeline",
+           "Pipeline", "prefix_sums", "fast_prefix_sums", "popcount", "check_cols"]
 
-#: Rows of masks buffered for ``m_axis_mask`` (beyond those in flight the input waits).
-MASK_DEPTH = 8
 #: Rows whose mask has left and whose data beats have not all left.
 GRANT_DEPTH = 4
-#: Data FIFO beats beyond one row: :data:`DATA_IN_FLIGHT`, the FIFO's output register, and two
-#: beats of slack for the cycles between a row's last data beat and its mask's grant (so the
-#: input never waits at line rate).
-DATA_MARGIN = 8
-#: Data beats that can still enter the data FIFO after the level ``room`` was computed from:
-#: the S3 steps of the beats in S1, S2 and S3 and of the one being accepted (4 steps, at most
-#: one beat more than steps, the ``pending`` backlog included).
-DATA_IN_FLIGHT = 5
-#: Masks that can still enter the mask FIFO after the level ``room`` was computed from: those
-#: of the beats in S1 and S2 and of the one being accepted.
-MASK_IN_FLIGHT = 3
-#: Edges from a row's last input beat to its mask beat (outputs ready): S1, S2 (the mask FIFO
-#: write), then the transfer.
-MASK_LATENCY = 2
-#: Edges from a row's last input beat to its first data beat (outputs ready) when the last
-#: input beat makes it: S1, S2, S3 (the data FIFO write), the FIFO's output register, then the
-#: transfer. (A data beat made earlier leaves one edge after its row's mask: 3.)
-DATA_LATENCY = 4
+#: Register stages of the input beat's prefix sum in the deep pipeline
+#: (:func:`staged_prefix_sums`).
+PREFIX_STAGES = 2
+#: From this many lanes on, the deep pipeline (see :func:`pipeline`).
+DEEP_LANES = 8
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The compactor's stage plan for a number of lanes (:func:`pipeline`)."""
+    #: S0, two prefix stages, the mask a stage behind S2, the crossbar registered (S3), the
+    #: FIFO writes registered (S4, closed row) and the mask FIFO's output register.
+    deep: bool
+    #: Edges from a row's last input beat to its mask beat (outputs ready).
+    mask_latency: int
+    #: Edges from a row's last input beat to its first data beat (outputs ready) when the
+    #: row's last input beat makes it; a beat made earlier leaves one edge after the mask.
+    data_latency: int
+    #: Data beats that can still enter the data FIFO after the level ``room`` was computed
+    #: from: those of the window steps of the beats in the stages before the window and of the
+    #: one being accepted (at most one beat more than steps, the ``pending`` backlog included),
+    #: and the beat in S4.
+    data_in_flight: int
+    #: Masks that can still enter the mask FIFO after the level ``room`` was computed from.
+    mask_in_flight: int
+    #: Rows of masks buffered for ``m_axis_mask`` (beyond those in flight the input waits).
+    mask_depth: int
+    #: Data FIFO beats beyond one row: ``data_in_flight``, the FIFO's output register, and
+    #: slack for the cycles between a row's last data beat and its mask's grant (so the input
+    #: never waits at line rate).
+    data_margin: int
+
+
+def pipeline(lanes):
+    """The stage plan: below :data:`DEEP_LANES` lanes the nonzero test, the prefix sum and the
+    crossbar are short enough for the three-stage pipeline (S1, S2, the window into the FIFO),
+    which keeps the latency low; from 8 lanes on, the deep one (150 MHz on ECP5 at 8 and 16
+    lanes; docs/compactor.md, *Synthesis*)."""
+    if lanes < DEEP_LANES:
+        # S1, S2 (the mask FIFO write), the transfer; the data beat: S1, S2, S3 (the FIFO
+        # write), the FIFO's output register, the transfer. In flight: S1, S2, S3 and the
+        # beat being accepted.
+        return Pipeline(deep=False, mask_latency=2, data_latency=4, data_in_flight=5,
+                        mask_in_flight=3, mask_depth=8, data_margin=5 + 1 + 2)
+    # The mask: S0, the prefix stages (the second is S1), S2, the mask stage, the closed row
+    # (the FIFO write), the FIFO's output register, the transfer. Every data beat then waits
+    # for its row's grant, one edge after the mask.
+    mask_latency = 5 + PREFIX_STAGES
+    data_in_flight = 7 + PREFIX_STAGES
+    return Pipeline(deep=True, mask_latency=mask_latency, data_latency=mask_latency + 1,
+                    data_in_flight=data_in_flight, mask_in_flight=5 + PREFIX_STAGES,
+                    mask_depth=12, data_margin=data_in_flight + 1 + 4)
+
 
 MAX_COLS = 4096
 
@@ -114,7 +161,7 @@ def check_cols(p):
 
 
 def data_depth(cols, lanes):
-    return cols // lanes + DATA_MARGIN
+    return cols // lanes + pipeline(lanes).data_margin
 
 
 def prefix_sums(bits):
@@ -127,6 +174,51 @@ def prefix_sums(bits):
                      for i in range(n)]
         step *= 2
     return [Const(0, 1)] + inclusive[:-1], inclusive[-1]
+
+
+def _group_counts(bits, offset=lambda i: 0):
+    """Per group of four bits, its popcount and the exclusive prefix counts inside it (plus
+    ``offset(i)`` for bit ``i``): table lookups, one LUT level each. Returns
+    ``(group_counts, inner)``, ``inner`` per bit."""
+    n = len(bits)
+    group_counts, inner = [], []
+    for k in range(0, n, 4):
+        group = [bits[i] for i in range(k, min(k + 4, n))]
+        group_counts.append(lookup(group, _ones))
+        inner += [Const(offset(k))] + [lookup(group[:e], lambda x, i=k + e: _ones(x) + offset(i))
+                                       for e in range(1, len(group))]
+    return group_counts, inner
+
+
+def _ones(x):
+    return bin(x).count("1")
+
+
+def fast_prefix_sums(bits, offset=lambda i: 0):
+    """:func:`prefix_sums` (same values, plus ``offset(i)`` on ``pos[i]`` for free) as lookups
+    per group of four bits, then adders over the groups: log2(len/4) + 1 adder levels where
+    :func:`prefix_sums` has log2(len)."""
+    group_counts, inner = _group_counts(bits, offset)
+    group_pos, total = prefix_sums(group_counts)
+    return [group_pos[i // 4] + inner[i] for i in range(len(bits))], total
+
+
+def staged_prefix_sums(m, bits, *, name):
+    """:func:`fast_prefix_sums` as a pipeline of two stages, each ending in registers: the
+    lookups, then the adders (two levels up to 16 bits). Returns ``(pos, total)``, valid
+    :data:`PREFIX_STAGES` cycles after ``bits``."""
+    n = len(bits)
+    group_counts, inner = _group_counts(bits)
+    group_regs = [Signal(range(min(4, n - 4 * g) + 1), name=f"{name}_group{g}")
+                  for g in range(len(group_counts))]
+    inner_regs = [Signal(range(i % 4 + 1), name=f"{name}_inner{i}") for i in range(n)]
+    m.d.sync += [r.eq(v) for r, v in zip(group_regs + inner_regs, group_counts + inner)]
+    group_pos, total = prefix_sums(group_regs)
+    pos = [Signal(range(i + 1), name=f"{name}_pos{i}") for i in range(n)]
+    total_reg = Signal(range(n + 1), name=f"{name}_total")
+    m.d.sync += [p.eq(group_pos[i // 4] + inner_regs[i]) for i, p in enumerate(pos)]
+    m.d.sync += total_reg.eq(total)
+    return pos, total_reg
 
 
 def popcount(bits):
@@ -184,6 +276,7 @@ class Compactor(wiring.Component):
     cols = property(lambda self: self._cols)
     beats_per_row = property(lambda self: self._cols // self._lanes)
     data_depth = property(lambda self: data_depth(self._cols, self._lanes))
+    pipeline = property(lambda self: pipeline(self._lanes))
 
     def elaborate(self, platform):
         m = Module()
@@ -197,8 +290,12 @@ class Compactor(wiring.Component):
         # Verilator would see the count (computed from the mask bits) as a loop through the
         # FIFO's input word when a row is one beat.
         entry = data.StructLayout({"last": 1, "nbeats": range(B + 1)})
-        m.submodules.mask_fifo = mask_fifo = fifo.SyncFIFO(width=C, depth=MASK_DEPTH)
-        m.submodules.row_fifo = row_fifo = fifo.SyncFIFO(width=entry.size, depth=MASK_DEPTH)
+        plan = self.pipeline
+        # Deep: buffered, so the mask output's valid and the grant's count come from registers.
+        mask_fifo_kind = fifo.SyncFIFOBuffered if plan.deep else fifo.SyncFIFO
+        m.submodules.mask_fifo = mask_fifo = mask_fifo_kind(width=C, depth=plan.mask_depth)
+        m.submodules.row_fifo = row_fifo = mask_fifo_kind(width=entry.size,
+                                                          depth=plan.mask_depth)
         m.submodules.grant_fifo = grant_fifo = fifo.SyncFIFO(width=max(1, (B - 1).bit_length()),
                                                              depth=GRANT_DEPTH)
         m.submodules.data_fifo = data_fifo = fifo.SyncFIFOBuffered(width=LW,
@@ -207,8 +304,8 @@ class Compactor(wiring.Component):
         # Flow control: room for everything in flight, from last cycle's FIFO levels.
         src = self.s_axis
         room = Signal(name="room")
-        m.d.sync += room.eq((data_fifo.level <= self.data_depth - 1 - DATA_IN_FLIGHT)
-                            & (mask_fifo.level <= MASK_DEPTH - MASK_IN_FLIGHT))
+        m.d.sync += room.eq((data_fifo.level <= self.data_depth - 1 - plan.data_in_flight)
+                            & (mask_fifo.level <= plan.mask_depth - plan.mask_in_flight))
         m.d.comb += src.ready.eq(room)
         transfer = Signal()
         m.d.comb += transfer.eq(src.valid & room)
@@ -233,26 +330,38 @@ class Compactor(wiring.Component):
         m.d.sync += self.error.eq(transfer & src.payload.last & ~at_end)
 
         lanes = [src.payload.data[i] for i in range(L)]
-        # (Plain expressions, not named signals, where a name would merely rename another
-        # signal's bits in some configuration: Yosys then leaves half-used wires behind.)
         nz = Cat(is_nonzero(e, W, self._number_format) | bypass for e in lanes)
-        pos, count = prefix_sums([nz[i] for i in range(L)])
-
-        # S1 registers: loaded every cycle, meaningful when ``s1_valid``.
-        s1_valid = Signal()
-        s1_data = Signal(LW, name="s1_data")
-        s1_nz = Signal(L, name="s1_nz")
-        s1_pos = [Signal(range(i + 1), name=f"s1_pos{i}") for i in range(L)]
-        s1_count = Signal(range(L + 1), name="s1_count")
-        s1_beat = Signal(range(B), name="s1_beat")
-        s1_row_end = Signal()
-        s1_last = Signal()
+        # The first registers: the accepted beat, its nonzero flags and its place in the row;
+        # S0 of the deep pipeline, S1 (with the prefix sum) of the short one.
+        # (Data registers are reset-less: read only beside a valid flag; this keeps the reset
+        # net, a pin in the synthesis harness, off hundreds of flip-flops.)
+        first = "s0" if plan.deep else "s1"
+        s0_valid = Signal(name=f"{first}_valid")
+        s0_data = Signal(LW, name=f"{first}_data", reset_less=True)
+        s0_nz = Signal(L, name=f"{first}_nz")
+        s0_beat = Signal(range(B), name=f"{first}_beat")
+        s0_row_end = Signal(name=f"{first}_row_end")
+        s0_last = Signal(name=f"{first}_last")
         m.d.sync += [
-            s1_valid.eq(transfer), s1_data.eq(src.payload.data), s1_nz.eq(nz),
-            s1_count.eq(count), s1_beat.eq(beat), s1_row_end.eq(row_end),
-            s1_last.eq(src.payload.last),
+            s0_valid.eq(transfer), s0_data.eq(src.payload.data), s0_nz.eq(nz),
+            s0_beat.eq(beat), s0_row_end.eq(row_end), s0_last.eq(src.payload.last),
         ]
-        m.d.sync += [s1_pos[i].eq(pos[i]) for i in range(1, L)]
+        if plan.deep:
+            # S1: the prefix sum, two stages after S0; the beat beside it.
+            s1_pos, s1_count = staged_prefix_sums(m, [s0_nz[i] for i in range(L)], name="s1")
+            front = PREFIX_STAGES
+        else:
+            pos, count = prefix_sums([nz[i] for i in range(L)])
+            s1_pos = [Signal(range(i + 1), name=f"s1_pos{i}") for i in range(L)]
+            s1_count = Signal(range(L + 1), name="s1_count")
+            m.d.sync += [s1_pos[i].eq(pos[i]) for i in range(1, L)] + [s1_count.eq(count)]
+            front = 0
+        s1_valid = delayed(m, s0_valid, front, "s1_valid")
+        s1_data = delayed(m, s0_data, front, "s1_data", reset_less=True)
+        s1_nz = delayed(m, s0_nz, front, "s1_nz")
+        s1_beat = delayed(m, s0_beat, front, "s1_beat")
+        s1_row_end = delayed(m, s0_row_end, front, "s1_row_end")
+        s1_last = delayed(m, s0_last, front, "s1_last")
 
         # --- S2: fill, beats made, crossbar selects, the row's mask -------------------------
         fill = self.fill
@@ -273,7 +382,7 @@ class Compactor(wiring.Component):
         s2_sel = [Signal(len(sources[j]), name=f"s2_sel{j}") for j in range(span)]
         dest = [fill + s1_pos[i] for i in range(L)]
         s2_valid = Signal()
-        s2_data = Signal(LW, name="s2_data")
+        s2_data = Signal(LW, name="s2_data", reset_less=True)
         s2_full = Signal()
         s2_row_end = Signal()
         s2_n_new = Signal(range(3), name="s2_n_new")
@@ -284,54 +393,85 @@ class Compactor(wiring.Component):
         m.d.sync += [s2_sel[j].eq(Cat(s1_nz[i] & (dest[i] == j) for i in sources[j]))
                      for j in range(span)]
 
-        # The row's mask: one slot of ``lanes`` bits per beat; the current beat's slot is
-        # taken straight from ``nz``, earlier ones from registers (cleared at each row end).
+        # The row's mask and data beat count (deep: a stage behind S2, adding S2's registered
+        # ``n_new``, so ``fill``'s arithmetic ends in a register): one mask slot of ``lanes``
+        # bits per beat; the current beat's slot is taken straight from ``nz``, earlier ones
+        # from registers (cleared at each row end).
+        if plan.deep:
+            r_valid, r_row_end, r_n_new = s2_valid, s2_row_end, s2_n_new
+            r_nz = delayed(m, s1_nz, 1, "s2_nz")
+            r_beat = delayed(m, s1_beat, 1, "s2_beat")
+            r_last = delayed(m, s1_last, 1, "s2_last")
+        else:
+            r_valid, r_row_end, r_n_new = s1_valid, s1_row_end, n_new
+            r_nz, r_beat, r_last = s1_nz, s1_beat, s1_last
         slots = [Signal(L, name=f"mask_slot{j}") for j in range(B - 1)] + [Const(0, L)]
-        row_mask = Cat(Mux(s1_beat == j, s1_nz, slots[j]) for j in range(B))
+        row_mask = Cat(Mux(r_beat == j, r_nz, slots[j]) for j in range(B))
         row_beats = Signal(range(B + 1), name="row_beats")
-        with m.If(s1_valid):
-            m.d.sync += row_beats.eq(Mux(s1_row_end, 0, row_beats + n_new))
+        with m.If(r_valid):
+            m.d.sync += row_beats.eq(Mux(r_row_end, 0, row_beats + r_n_new))
             for j in range(B - 1):
                 # (Written so that Yosys does not share this mux with ``row_mask``'s, which
                 # would leave a half-used FIFO input wire behind for the linter.)
-                with m.If((s1_beat == j) & ~s1_row_end):
-                    m.d.sync += slots[j].eq(s1_nz)
-                with m.Elif(s1_row_end):
+                with m.If((r_beat == j) & ~r_row_end):
+                    m.d.sync += slots[j].eq(r_nz)
+                with m.Elif(r_row_end):
                     m.d.sync += slots[j].eq(0)
-        new_entry = data.View(entry, row_fifo.w_data)
-        m.d.comb += [
-            mask_fifo.w_data.eq(row_mask),
-            new_entry.last.eq(s1_last),
-            new_entry.nbeats.eq(row_beats + n_new),
-            mask_fifo.w_en.eq(s1_valid & s1_row_end),
-            row_fifo.w_en.eq(s1_valid & s1_row_end),
+        closed_valid = Signal()
+        closed_mask = Signal(C, name="closed_mask")
+        closed_entry = Signal(entry, name="closed_entry")
+        closing = [closed_valid.eq(r_valid & r_row_end), closed_mask.eq(row_mask),
+                   closed_entry.last.eq(r_last), closed_entry.nbeats.eq(row_beats + r_n_new)]
+        # Deep: the finished row then waits a cycle in registers before the FIFOs.
+        m.d.sync += closing if plan.deep else []
+        m.d.comb += ([] if plan.deep else closing) + [
+            mask_fifo.w_data.eq(closed_mask),
+            row_fifo.w_data.eq(closed_entry),
+            mask_fifo.w_en.eq(closed_valid),
+            row_fifo.w_en.eq(closed_valid),
         ]
 
-        # --- S3: the window, the staging register, into the data FIFO ----------------------
+        # --- S3 (deep): the crossbar, registered (it fills a cycle on its own) -------------
+        moved = Cat(select_onehot([s2_data.word_select(i, W) for i in sources[j]],
+                                  [s2_sel[j][k] for k in range(len(sources[j]))], W)
+                    for j in range(span))
+        if plan.deep:
+            s3_moved = Signal(span * W, name="s3_moved", reset_less=True)
+            m.d.sync += s3_moved.eq(moved)
+            moved = s3_moved
+        step = 1 if plan.deep else 0
+        s3_valid = delayed(m, s2_valid, step, "s3_valid")
+        s3_full = delayed(m, s2_full, step, "s3_full")
+        s3_row_end = delayed(m, s2_row_end, step, "s3_row_end")
+        s3_n_new = delayed(m, s2_n_new, step, "s3_n_new")
+
+        # --- the window, the staging register, into the data FIFO -----------------------
         staging = Signal(LW, name="staging")
-        window = Signal(span * W, name="window")
-        m.d.comb += window.eq(Cat(
-            (staging.word_select(j, W) if j < L else Const(0, W))
-            | select_onehot([s2_data.word_select(i, W) for i in sources[j]],
-                            [s2_sel[j][k] for k in range(len(sources[j]))], W)
-            for j in range(span)))
-        with m.If(s2_valid):
-            with m.If(s2_row_end):
+        # Named where it is logic (staging OR moved); above ``lanes`` it is the moved lanes
+        # themselves, and a named copy of a register's bits would be half used.
+        window_low = Signal(LW, name="window")
+        m.d.comb += window_low.eq(staging | moved[:LW])
+        window = Cat(window_low, moved[LW:])
+        with m.If(s3_valid):
+            with m.If(s3_row_end):
                 m.d.sync += staging.eq(0)
             with m.Else():
-                m.d.sync += staging.eq(Mux(s2_full, window[LW:], window[:LW]))
+                m.d.sync += staging.eq(Mux(s3_full, window[LW:], window[:LW]))
 
-        # Into the data FIFO: the pending beat first, then the new ones. ``room`` guarantees
-        # that the FIFO can take every beat written here.
-        pending = Signal(LW, name="pending")
+        # Into the data FIFO (deep: through S4 registers): the pending beat first, then the
+        # new ones. ``room`` guarantees that the FIFO can take every beat written.
+        pending = Signal(LW, name="pending", reset_less=True)
         pending_valid = Signal()
-        m.d.comb += [
-            data_fifo.w_en.eq(pending_valid | (s2_n_new != 0)),
-            data_fifo.w_data.eq(Mux(pending_valid, pending, window[:LW])),
-        ]
+        s4_valid = Signal()
+        s4_data = Signal(LW, name="s4_data", reset_less=True)
+        writing = [s4_valid.eq(pending_valid | (s3_n_new != 0)),
+                   s4_data.eq(Mux(pending_valid, pending, window[:LW]))]
+        m.d.sync += writing if plan.deep else []
+        m.d.comb += ([] if plan.deep else writing) + [
+            data_fifo.w_en.eq(s4_valid), data_fifo.w_data.eq(s4_data)]
         with m.If(pending_valid):
-            m.d.sync += [pending_valid.eq(s2_n_new != 0), pending.eq(window[:LW])]
-        with m.Elif(s2_n_new == 2):
+            m.d.sync += [pending_valid.eq(s3_n_new != 0), pending.eq(window[:LW])]
+        with m.Elif(s3_n_new == 2):
             m.d.sync += [pending_valid.eq(1), pending.eq(window[LW:])]
 
         # Mask output; a row with data beats is granted to the data output as its mask leaves.
@@ -367,9 +507,10 @@ class Compactor(wiring.Component):
 
 
 def _info(compactor):
-    return {"latency_cycles": MASK_LATENCY, "throughput_beats_per_cycle": 1.0,
-            "data_latency_cycles": DATA_LATENCY,
-            "mask_buffer_rows": MASK_DEPTH,
+    plan = compactor.pipeline
+    return {"latency_cycles": plan.mask_latency, "throughput_beats_per_cycle": 1.0,
+            "data_latency_cycles": plan.data_latency,
+            "mask_buffer_rows": plan.mask_depth,
             "data_buffer_beats": compactor.data_depth,
             "error_port": "error: one-cycle pulse after a tlast that ends a row early "
                           "(the row is closed, its missing columns are zeros)"}

@@ -1,10 +1,10 @@
 """Element formats shared by every block: which bit patterns count as zero, beat layouts."""
 
-from amaranth.hdl import Signal, Value
+from amaranth.hdl import Cat, Const, Signal, Value
 from amaranth.lib import data
 
 __all__ = ["is_nonzero", "lanes_layout", "beat_layout", "tree_sum", "staged_tree_sum",
-           "delayed"]
+           "delayed", "lookup"]
 
 
 def is_nonzero(element: Value, width: int, number_format: str) -> Value:
@@ -68,11 +68,24 @@ def staged_tree_sum(m, values, *, levels_per_stage, name):
     return values[0], stages
 
 
-def delayed(m, value, cycles, name):
-    """``value`` through ``cycles`` registers (a shift register; ``value`` itself for 0)."""
+def delayed(m, value, cycles, name, *, reset_less=False):
+    """``value`` through ``cycles`` registers (a shift register; ``value`` itself for 0).
+    ``reset_less`` for data whose value is read only beside a valid flag: it keeps the reset
+    net off wide registers."""
     value = Value.cast(value)
     for i in range(cycles):
-        register = Signal(value.shape(), name=f"{name}_d{i + 1}")
+        register = Signal(value.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
         m.d.sync += register.eq(value)
         value = register
     return value
+
+
+def lookup(bits, function):
+    """``function(bits)`` of a few bits, as a constant table indexed by them: a LUT level per
+    output bit (for up to four bits), where Yosys would map an adder or a compare to a chain
+    of carry cells."""
+    n = len(bits)
+    outputs = [int(function(x)) for x in range(1 << n)]
+    width = max(max(outputs).bit_length(), 1)
+    table = Const(sum(v << (width * x) for x, v in enumerate(outputs)), width << n)
+    return table.word_select(Cat(bits), width)

@@ -17,6 +17,11 @@ the data they steer:
     turns these into *command* registers: the beat's mask bits, ``take``, and for every output
     lane and every staging slot the index of its source among the staged and the incoming
     elements. At the row's end ``avail`` returns to 0 (what is left is the zero fill).
+    For timing, a slot's ``pos`` and ``need`` (and ``pos[i] + i + 1``, ``need + lanes``) are
+    decoded into registers when the slot becomes current: from the incoming mask as it is
+    taken, from the register's next slot as it shifts (per group of four bits by table lookup,
+    then adders over the groups: :func:`hw.compactor.fast_prefix_sums`). A step then only
+    subtracts ``avail``, compares and selects.
 **B: data** (the command register, the data beat, the staging register)
     Each output lane and staging slot is a multiplexer over its possible sources, steered by
     the command; the output beat goes to a register (a slot frees when the output is empty or
@@ -42,9 +47,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .block import Block
-from . import compactor
-from .compactor import PARAMS, Compactor, check_cols, input_layout, prefix_sums
-from .elements import beat_layout
+from .compactor import PARAMS, Compactor, check_cols, fast_prefix_sums, input_layout
+from .elements import beat_layout, lookup
 
 __all__ = ["Expander", "BLOCK", "MASK_LATENCY", "DATA_LATENCY"]
 
@@ -53,6 +57,11 @@ __all__ = ["Expander", "BLOCK", "MASK_LATENCY", "DATA_LATENCY"]
 MASK_LATENCY = 3
 #: Edges from a data beat's transfer to the transfer of the output beat that uses it.
 DATA_LATENCY = 1
+
+
+def _signed(x, bits):
+    """The ``bits``-bit pattern ``x`` read as two's complement."""
+    return x - (1 << bits) if x >> (bits - 1) else x
 
 
 def gather(sources, index, width):
@@ -116,15 +125,39 @@ class Expander(wiring.Component):
         avail = self.avail
 
         slot = mask[:L]
-        pos, need = prefix_sums([slot[i] for i in range(L)])
-        take = need > avail
+        # The current slot's decode, registered: computed when the slot becomes current (from
+        # the incoming mask's first slot, or the mask register's next slot as it shifts), so a
+        # step does only a subtraction, a compare and a multiplexer per index below. ``pos``:
+        # the slot's exclusive prefix sum; ``need``: its popcount; ``pos_plus[i]`` =
+        # ``pos[i] + i + 1`` and ``need_plus`` = ``need + lanes`` (the offsets of the data
+        # beat's elements in the window, added before the register).
+        pos = [Signal(range(i + 1), name=f"slot_pos{i}") for i in range(L)]
+        pos_plus = [Signal(range(2 * i + 2), name=f"slot_pos_plus{i}") for i in range(L)]
+        need = Signal(range(L + 1), name="slot_need")
+        need_plus = Signal(range(2 * L + 1), name="slot_need_plus")
+        decoded = pos + pos_plus + [need, need_plus]
+
+        def decode(bits):
+            bits = [bits[i] for i in range(L)]
+            positions, total = fast_prefix_sums(bits)
+            positions_plus, _ = fast_prefix_sums(bits, offset=lambda i: i + 1)
+            # need + lanes, need <= lanes a power of two: no adder.
+            total_plus = Mux(total[-1], 2 * L, total | L)
+            return positions + positions_plus + [total, total_plus]
+
+        left = Signal(range(-L, L), name="left")  # what stays staged after this step
+        m.d.comb += left.eq(avail - need)
+        take = left < 0
         if L > 1:
-            # Output lane ``i`` (``pos[i] <= i``): staged elements 0..i, then data 0..i.
-            out_index = [Mux(pos[i] < avail, pos[i], pos[i] + (i + 1) - avail)
-                         for i in range(L)]
+            # Output lane ``i`` (``pos[i] <= i``): staged elements 0..i, then data 0..i; the
+            # data element ``pos[i] - avail`` is window element ``pos[i] + i + 1 - avail``.
+            out_index = [Mux(pos[i] < avail, pos[i], pos_plus[i] - avail) for i in range(L)]
             # Staging slot ``j`` takes window element ``j + need``: staged elements j..L-1,
             # then data elements 0..L-1 (only slots below the new ``avail`` matter).
-            stage_index = [Mux(j + need < avail, need, need + L - avail) for j in range(L)]
+            # (``j + need < avail`` as ``left > j``: one subtraction shared by every slot,
+            # then a table of ``left``'s bits, where a compare would be a second carry chain.)
+            stage_index = [Mux(lookup(left, lambda x, j=j: _signed(x, len(left)) > j),
+                               need, need_plus - avail) for j in range(L)]
         else:  # one lane: nothing is ever staged (``avail`` is always 0)
             out_index, stage_index = [Const(1, 1)], [Const(0, 1)]
 
@@ -163,13 +196,16 @@ class Expander(wiring.Component):
             with m.If(at_end):
                 m.d.sync += [have_mask.eq(0), beat.eq(0), avail.eq(0)]
             with m.Else():
-                m.d.sync += [beat.eq(beat + 1), mask.eq(mask >> L), avail.eq(avail - need)]
+                m.d.sync += [beat.eq(beat + 1), mask.eq(mask >> L), avail.eq(left)]
+                if B > 1:
+                    m.d.sync += [r.eq(v) for r, v in zip(decoded, decode(mask[L:2 * L]))]
         with m.Elif(execute):
             m.d.sync += cmd_valid.eq(0)
 
         with m.If(mask_in.valid & mask_in.ready):
             m.d.sync += [mask.eq(mask_in.payload.data), mask_last.eq(mask_in.payload.last),
                          have_mask.eq(1), beat.eq(0)]
+            m.d.sync += [r.eq(v) for r, v in zip(decoded, decode(mask_in.payload.data[:L]))]
 
         # --- stage B: multiplexers steered by the command -----------------------------------
         staging = Signal(LW, name="staging")
@@ -261,7 +297,7 @@ ROUNDTRIP_BLOCK = Block(
     build=lambda **p: RoundTrip(**p),
     # A row's last input beat to its first output beat: its mask through both, or the data
     # beat made by that input beat through both, whichever is later.
-    info=lambda rt: {"latency_cycles": max(compactor.MASK_LATENCY + MASK_LATENCY,
-                                           compactor.DATA_LATENCY + DATA_LATENCY),
+    info=lambda rt: {"latency_cycles": max(rt.compactor.pipeline.mask_latency + MASK_LATENCY,
+                                           rt.compactor.pipeline.data_latency + DATA_LATENCY),
                      "throughput_beats_per_cycle": 1.0},
 )
