@@ -119,7 +119,8 @@ REASONS = (
      "set) and a C word is one beat, so every beat is final"),
     ("gemm", r"\\core\.b_sub .*=> core\.b_(row|cg|sub)$", lambda p: p["n_par"] == p["lanes"],
      "n_par = lanes: a B word is one beat, so b_sub stays 0"),
-    (("compactor", "compactor_roundtrip"), r"=> \S*(pending|pending_valid|data_fifo\.w_data)$",
+    (("compactor", "compactor_roundtrip"),
+     r"=> \S*(pending|pending_valid|data_fifo\.w_data|s4_data)$",
      lambda p: p["lanes"] == 1 or p["cols"] == p["lanes"],
      "the second beat of a row end (the pending register) needs leftover elements plus a "
      "new beat's worth: impossible with lanes = 1 (nothing is left over) or cols = lanes "
