@@ -226,11 +226,19 @@ def popcount(bits):
 
 
 def select_onehot(elements, hits, width):
-    """OR of the ``elements`` whose ``hits`` bit is set (at most one is)."""
-    out = Const(0, width)
-    for e, h in zip(elements, hits):
-        out = out | Mux(h, e, 0)
-    return out
+    """OR of the ``elements`` whose ``hits`` bit is set (at most one is), as a balanced tree:
+    a chain one OR per element is as deep as there are elements, and past ~300 of them
+    Amaranth's recursive expression walk exceeds Python's recursion limit (k >= 320 in the
+    replicated GEMM)."""
+    terms = [Mux(h, e, 0) for e, h in zip(elements, hits)]
+    if not terms:
+        return Const(0, width)
+    while len(terms) > 1:
+        paired = [terms[i] | terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            paired.append(terms[-1])
+        terms = paired
+    return terms[0]
 
 
 def input_layout(lanes, width):

@@ -253,3 +253,20 @@ def test_manifest():
     assert doc["weight_buffer"] == {"memories": 8, "banks": 2, "copies": 4, "word_bits": 32,
                                     "bits": 4 * 16 * 8 * 8}
     assert doc["macs_per_cycle"] == 32
+
+
+def test_wide_selects_elaborate_at_any_k():
+    """k up to 1024 is in the documented range: the one-hot selects are trees, so a 1024-way
+    select converts to RTLIL without exhausting Python's recursion limit (a chain of ORs did at
+    k >= 320 in the replicated datapath), and the broadcast GEMM at k = 1024 elaborates."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Module, Signal
+    from hw.compactor import select_onehot
+    from hw.emit import elaborate
+
+    m = Module()
+    hits, out = Signal(1024), Signal(10)
+    m.d.comb += out.eq(select_onehot([j for j in range(1024)], list(hits), 10))
+    assert "cell" in rtlil.convert(m, ports=[hits, out])
+    _, _, top = elaborate(BLOCK, dict(k=1024))
+    assert "module" in rtlil.convert(top, name="g", emit_src=False)
