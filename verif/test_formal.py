@@ -193,3 +193,12 @@ def test_block_check_shallow(tmp_path, name):
     """One real block check at a shallow depth, so the flow is exercised on every run."""
     result = formal.run_check(formal.CHECKS[name], depth=6, workdir=tmp_path, echo=lambda *a: None)
     assert result["status"] == "PASS", result
+
+
+def test_block_proof(tmp_path):
+    """One real k-induction proof (the replicated GEMM's output, a few seconds), so the prove
+    flow and the FIFO invariants it relies on (``platform="formal"``) are exercised on every
+    run; covers to a shallow depth."""
+    result = formal.run_check(formal.CHECKS["gemm"], depth=8, workdir=tmp_path,
+                              echo=lambda *a: None)
+    assert result["status"] == "PROVEN" and result["k"] == formal.CHECKS["gemm"].prove, result
