@@ -1,10 +1,11 @@
-"""Element formats shared by every block: which bit patterns count as zero, beat layouts."""
+"""Element formats shared by every block (which bit patterns count as zero, beat layouts) and the
+small hardware helpers several blocks build from (adder and multiplexer trees)."""
 
-from amaranth.hdl import Cat, Const, Signal, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import data
 
 __all__ = ["is_nonzero", "lanes_layout", "beat_layout", "tree_sum", "staged_tree_sum",
-           "delayed", "lookup"]
+           "delayed", "lookup", "mux_tree", "log2"]
 
 
 def is_nonzero(element: Value, width: int, number_format: str) -> Value:
@@ -89,3 +90,21 @@ def lookup(bits, function):
     width = max(max(outputs).bit_length(), 1)
     table = Const(sum(v << (width * x) for x, v in enumerate(outputs)), width << n)
     return table.word_select(Cat(bits), width)
+
+
+def log2(value):
+    """log2 of a power of two."""
+    return value.bit_length() - 1
+
+
+def mux_tree(values, index):
+    """``values[index]`` as a balanced tree of 2:1 multiplexers (indices past the end give the
+    last value)."""
+    values = list(values)
+    bit = 0
+    while len(values) > 1:
+        if len(values) % 2:
+            values.append(values[-1])
+        values = [Mux(index[bit], values[i + 1], values[i]) for i in range(0, len(values), 2)]
+        bit += 1
+    return values[0]

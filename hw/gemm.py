@@ -59,10 +59,10 @@ from amaranth.lib.memory import Memory
 from . import params as P
 from .block import Block
 from .compactor import prefix_sums, select_onehot
-from .elements import tree_sum
+from .elements import log2, mux_tree, tree_sum
 from .gemm_broadcast import ISSUE_TO_PUSH as BROADCAST_ISSUE_TO_PUSH
 from .gemm_broadcast import OUT_DEPTH as BROADCAST_OUT_DEPTH
-from .gemm_broadcast import BroadcastGemm, gemm_members, log2, mux_tree, weight_write_pointer
+from .gemm_broadcast import BroadcastGemm, gemm_members, weight_write_pointer
 
 __all__ = ["SparseGemm", "BLOCK", "ISSUE_TO_PUSH", "FIFO_DEPTH"]
 

@@ -34,10 +34,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .elements import beat_layout, tree_sum
+from .elements import beat_layout, log2, mux_tree, tree_sum
 
-__all__ = ["BroadcastGemm", "ISSUE_TO_PUSH", "OUT_DEPTH", "weight_write_pointer", "gemm_members",
-           "mux_tree", "log2"]
+__all__ = ["BroadcastGemm", "ISSUE_TO_PUSH", "OUT_DEPTH", "weight_write_pointer", "gemm_members"]
 
 #: Cycles from a pass's issue to its column group's sums entering the output queue: the row
 #: memory read and lane select, ``a`` registered again on its way to the multipliers (the
@@ -48,24 +47,6 @@ ISSUE_TO_PUSH = 5
 #: passes outlast its ``n_par / lanes`` output beats plus the pipeline); a second entry would
 #: cost as many flip-flops as the accumulators themselves (docs/gemm.md, "Output queue").
 OUT_DEPTH = 1
-
-
-def log2(value):
-    """log2 of a power of two."""
-    return value.bit_length() - 1
-
-
-def mux_tree(values, index):
-    """``values[index]`` as a balanced tree of 2:1 multiplexers (indices past the end give the
-    last value)."""
-    values = list(values)
-    bit = 0
-    while len(values) > 1:
-        if len(values) % 2:
-            values.append(values[-1])
-        values = [Mux(index[bit], values[i + 1], values[i]) for i in range(0, len(values), 2)]
-        bit += 1
-    return values[0]
 
 
 def _index_bits(count):
