@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 rtl: $(STAMP)
-	@for block in $$($(BIN)/python -c 'from hw.blocks import BLOCKS; print(*BLOCKS)'); do \
+	@for block in $$($(BIN)/python -c 'from spartan_rtl.hw.blocks import BLOCKS; print(*BLOCKS)'); do \
 		$(BIN)/spartan generate $$block -o $(RTL_DIR) $(RTL_FLAGS) || exit 1; \
 	done
 
@@ -51,15 +51,15 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not cocotb" verif
 
-# Property-based fuzzing (verif/test_fuzz.py) with the long profile: random examples, many
+# Property-based fuzzing (verif/tests/test_fuzz.py) with the long profile: random examples, many
 # more than the fast profile of `make test`; failures are kept in .hypothesis/ and replayed
 # first on the next run (docs/architecture.md, "Property-based fuzzing").
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -n $(JOBS) verif/test_fuzz.py \
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -n $(JOBS) verif/tests/test_fuzz.py \
 		--hypothesis-show-statistics
 
 lint: rtl
-	$(BIN)/python -m verif.lint $(filter-out %_inst.v,$(wildcard $(RTL_DIR)/*.v))
+	$(BIN)/python -m verif.flows.lint $(filter-out %_inst.v,$(wildcard $(RTL_DIR)/*.v))
 
 BLOCK ?= monitor
 waves: $(STAMP)
@@ -67,19 +67,21 @@ waves: $(STAMP)
 
 # docs/registers.md: PeakRDL-markdown of the default core's register map (hw/registers.py).
 docs-registers: $(STAMP)
-	$(BIN)/python -m hw.registers docs/registers.md
+	$(BIN)/python -m spartan_rtl.hw.registers docs/registers.md
 
 # The pictures of docs/waveforms.md: each block's standard stimulus, fixed seed, the busiest
 # 48 cycles.
 waves-docs: $(STAMP)
-	@for block in $$($(BIN)/python -c 'from hw.blocks import BLOCKS; print(*BLOCKS)'); do \
+	@for block in $$($(BIN)/python -c 'from spartan_rtl.hw.blocks import BLOCKS; print(*BLOCKS)'); do \
 		$(BIN)/spartan sim $$block --seed 1 --cycles 2000 -o waves/$$block > /dev/null \
 			&& $(BIN)/spartan waves waves/$$block/dump.vcd --busiest -o docs/img/waves_$$block.png \
 			|| exit 1; \
 	done
 
+# Every benchmark at full size, then docs/results.md rendered from its figures.
 bench: $(STAMP)
 	$(BIN)/spartan bench --json bench.json
+	$(BIN)/python -m verif.flows.results bench.json
 
 bench-quick: $(STAMP)
 	$(BIN)/spartan bench --quick --json bench.json
@@ -93,7 +95,7 @@ $(SYNTH_STAMP): $(STAMP)
 
 synth: $(SYNTH_STAMP)
 	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp XDG_CACHE_HOME=$(CURDIR)/.cache \
-		nice -n 19 $(BIN)/python -m verif.synth --jobs $(JOBS) $(SYNTH_ARGS)
+		nice -n 19 $(BIN)/python -m verif.flows.synth --jobs $(JOBS) $(SYNTH_ARGS)
 
 # Model checks of every block (SymbiYosys + Yices, minutes): k-induction proofs where they
 # close, BMC to a stated depth elsewhere; docs/formal.md.
@@ -103,7 +105,7 @@ $(FORMAL_STAMP): $(STAMP)
 	touch $@
 
 formal: $(FORMAL_STAMP)
-	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp $(BIN)/python -m verif.formal
+	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp $(BIN)/python -m verif.flows.formal
 
 TRACES_STAMP := $(VENV)/.installed-traces
 $(TRACES_STAMP): $(STAMP)
@@ -111,17 +113,17 @@ $(TRACES_STAMP): $(STAMP)
 	touch $@
 
 traces: $(TRACES_STAMP)
-	$(BIN)/python -m verif.capture_traces
+	$(BIN)/python -m verif.flows.capture_traces
 
 # Fault injection (~50 min on 2 shared cores): mutants of each block's Verilog against its cocotb
-# tests; never part of `make test` (verif/test_mutants.py checks the generator there).
+# tests; never part of `make test` (verif/tests/test_mutants.py checks the generator there).
 mutants: $(STAMP)
-	nice -n 5 $(BIN)/python -m verif.mutants --jobs $(JOBS)
+	nice -n 5 $(BIN)/python -m verif.flows.mutants --jobs $(JOBS)
 
 # Coverage (~10 min on 2 cores): the Verilator half of the cocotb regression on coverage
 # builds (their own sim_build/<block>/verilator-cov-* directories), merged per block.
 coverage: $(STAMP)
-	nice -n 5 $(BIN)/python -m verif.coverage --jobs $(JOBS)
+	nice -n 5 $(BIN)/python -m verif.flows.coverage --jobs $(JOBS)
 
 clean:
 	rm -rf sim_build .pytest_cache bench.json

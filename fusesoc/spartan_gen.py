@@ -21,6 +21,6 @@ except ImportError:
              f"`make venv` in {ROOT}")
 
 sys.path.insert(0, str(ROOT))
-from hw.cli import main  # noqa: E402
+from spartan_rtl.cli import main  # noqa: E402
 
 sys.exit(main(["fusesoc-gen", *sys.argv[1:]]))

@@ -34,8 +34,8 @@ Tiling (every GEMM, stated, not measured)
 
     Each tile is timed from an idle datapath (no overlap between consecutive tiles; this costs
     both modes the same pipeline fill per tile): :func:`tile_cycles` is
-    :func:`golden.gemm.compute_bound_cycles` where :func:`golden.gemm.is_compute_bound` holds and
-    :func:`golden.gemm.simulate` otherwise.
+    :func:`spartan_rtl.golden.gemm.compute_bound_cycles` where :func:`spartan_rtl.golden.gemm.is_compute_bound` holds and
+    :func:`spartan_rtl.golden.gemm.simulate` otherwise.
 
     *Dense* cycles: every tile as all-ones masks over its real columns (the last inner chunk of
     an operand whose ``I`` is not a multiple of ``k`` is not charged for its padding in either
@@ -107,7 +107,7 @@ _OPERAND_NAMES = {"forward": "A", "dgrad": "dY", "wgrad_a": "A^T", "wgrad_dy": "
 
 def default_timing():
     """The GEMM block's defaults (hw/gemm.py), as the cycle model's parameters."""
-    from hw.gemm import BLOCK
+    from spartan_rtl.hw.gemm import BLOCK
     return GemmTiming.of(BLOCK.resolve())
 
 
@@ -131,7 +131,7 @@ def nonzero(a):
 
 def operand(layer, which):
     """The streamed operand ``which`` (a key of :data:`OPERANDS`) of a
-    :class:`golden.traces.Layer`, values kept: ``A``, ``dY``, ``A^T`` or ``dY^T``."""
+    :class:`spartan_rtl.golden.traces.Layer`, values kept: ``A``, ``dY``, ``A^T`` or ``dY^T``."""
     key, transposed = OPERANDS[which]
     x = layer.a if key == "a" else layer.dy
     if x is None:
@@ -501,7 +501,7 @@ def _bits(layer):
 
 
 def estimate_trace(trace, opts, progress=None):
-    """Per-layer estimates of a loaded :class:`golden.traces.Trace`. Its first layer is taken
+    """Per-layer estimates of a loaded :class:`spartan_rtl.golden.traces.Trace`. Its first layer is taken
     as the network's first (no data gradient)."""
     result = []
     for i, layer in enumerate(trace.layers):

@@ -2,7 +2,7 @@
 
 A :class:`Block` names a hardware block, its Verilog top, its parameters, and a function
 that builds the Amaranth component from a checked parameter set. Blocks register themselves in
-:mod:`hw.blocks`; the CLI, the emitter and the testbenches find them there by name.
+:mod:`spartan_rtl.hw.blocks`; the CLI, the emitter and the testbenches find them there by name.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class Block:
     """One generatable block.
 
     ``build(**params)`` returns the Amaranth component (AXI base-named streams, see
-    :mod:`hw.axis`). ``check(params)`` enforces constraints between parameters (raise the usual
+    :mod:`spartan_rtl.hw.axis`). ``check(params)`` enforces constraints between parameters (raise the usual
     "<name> must be ..." ``ValueError``). ``info(component)`` returns the manifest's
     block-specific entries (``latency_cycles``, ``throughput_beats_per_cycle``, extras).
     """

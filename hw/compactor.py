@@ -10,7 +10,7 @@ assembled from S1 and written into (unbuffered) FIFOs from S2, the window is for
 registers and written into the data FIFO without S3 and S4.
 
 **S0** (registered from the accepted input beat)
-    ``nz``: the per-lane nonzero test (:func:`hw.elements.is_nonzero`; all ones in dense
+    ``nz``: the per-lane nonzero test (:func:`spartan_rtl.hw.elements.is_nonzero`; all ones in dense
     bypass), the beat itself and its place in the row (``beat``, row end, ``tlast``).
 **Prefix stages, the second is S1** (:data:`PREFIX_STAGES`, :func:`staged_prefix_sums`)
     ``pos``: the exclusive prefix sum of ``nz``, where each nonzero lane lands among this

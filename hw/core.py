@@ -3,9 +3,9 @@ tile, with an AXI4-Lite register interface.
 
 Data path
     ``s_axis_a`` (dense ``A`` rows of ``k`` elements) passes through the sparsity monitor
-    (:mod:`hw.monitor`, latency 0) into the compactor (:mod:`hw.compactor`), whose per-tile
+    (:mod:`spartan_rtl.hw.monitor`, latency 0) into the compactor (:mod:`spartan_rtl.hw.compactor`), whose per-tile
     ``tuser`` bit selects dense bypass (all-ones masks, rows unchanged) or ZVC; its mask and
-    data streams feed the GEMM (:mod:`hw.gemm`), whose ``C`` is ``m_axis_c``. ``s_axis_b`` goes
+    data streams feed the GEMM (:mod:`spartan_rtl.hw.gemm`), whose ``C`` is ``m_axis_c``. ``s_axis_b`` goes
     straight to the GEMM's weight buffer. The blocks are instantiated, not copied.
 
 Per-tile decision (the paper's policy, docs/interfaces.md#core)
@@ -83,7 +83,7 @@ TABLE_OFFSET = 0x1000
 
 def register_map(table_depth, count_bits):
     """The core's register map: the one description behind the decode, the manifest and the
-    SystemRDL (:mod:`hw.registers`) from which PeakRDL renders the C header, docs/registers.md
+    SystemRDL (:mod:`spartan_rtl.hw.registers`) from which PeakRDL renders the C header, docs/registers.md
     and the IP-XACT export. ``count_bits``: width of the monitor's ``nnz``/``elems``."""
     regs = [
         Register("ID", 0x00, "constant identifying the block and version", (

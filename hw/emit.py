@@ -1,4 +1,4 @@
-"""Amaranth component -> ``<top>.v``, ``<top>.json`` and the IP files of :mod:`hw.ip`, written
+"""Amaranth component -> ``<top>.v``, ``<top>.json`` and the IP files of :mod:`spartan_rtl.hw.ip`, written
 atomically as a set.
 
 Verilog goes through RTLIL and the Yosys that ships with Amaranth, with ``proc; flatten; ...;
@@ -29,7 +29,8 @@ from amaranth._toolchain.yosys import find_yosys
 from amaranth.back import rtlil
 from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, ResetSignal, Shape, Signal
 
-from . import __version__, ip
+from .. import __version__
+from . import ip
 from .axis import AxisTop, stream_fields
 
 __all__ = ["elaborate", "to_verilog", "manifest", "generate", "write_atomically",
@@ -269,7 +270,7 @@ def write_atomically(files, option="-o"):
 
 def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.0,
              axi_names=False, core_vlnv=None):
-    """Generate the file set of one configuration in ``out_dir`` (:func:`hw.ip.output_names`:
+    """Generate the file set of one configuration in ``out_dir`` (:func:`spartan_rtl.hw.ip.output_names`:
     ``<top>.v`` first, the manifest, block extras such as the core's C header, the
     instantiation template, FuseSoC core, file list, SDC and XDC); returns their paths.
 

@@ -1,10 +1,10 @@
 """Tile sparse GEMM (docs/interfaces.md#gemm): ``C = A·B``, ``A`` in ZVC rows, ``B`` resident.
 
 Two datapaths behind one component (docs/gemm.md, "Two datapaths"): ``k_par = 1``, the default,
-is the *broadcast* datapath of :mod:`hw.gemm_broadcast` (one nonzero per pass times a whole
+is the *broadcast* datapath of :mod:`spartan_rtl.hw.gemm_broadcast` (one nonzero per pass times a whole
 ``n_par``-wide row of ``B``; ``B`` stored once, no conflicts); ``k_par > 1`` is the *replicated*
 datapath below (``k_par`` nonzeros per pass, ``B`` replicated or banked). Both follow the same
-loader, issue and output rules, so :mod:`golden.gemm` models both; what follows describes the
+loader, issue and output rules, so :mod:`spartan_rtl.golden.gemm` models both; what follows describes the
 replicated one.
 
 Dataflow (row-wise, Gustavson; docs/gemm.md has the diagrams)

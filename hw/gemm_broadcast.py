@@ -25,8 +25,8 @@ Components, each a small :class:`wiring.Component` (docs/gemm.md has the diagram
     ever stalls, and back-pressure on ``m_axis_c`` holds the scheduler, then the loader (both
     slots full), then ``s_axis_a_*``.
 
-The rules (slots, credits, issue-to-push) are those of the replicated design (:mod:`hw.gemm`),
-so one cycle model (:mod:`golden.gemm`) predicts both exactly; only the constants differ.
+The rules (slots, credits, issue-to-push) are those of the replicated design (:mod:`spartan_rtl.hw.gemm`),
+so one cycle model (:mod:`spartan_rtl.golden.gemm`) predicts both exactly; only the constants differ.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -530,7 +530,7 @@ def gemm_members(p):
 
 class BroadcastGemm(wiring.Component):
     """Tile sparse GEMM, ``k_par = 1``: ports, parameters and malformed-stream behaviour as
-    :class:`hw.gemm.SparseGemm` (see there and docs/gemm.md); ``stat_conflict`` is always 0."""
+    :class:`spartan_rtl.hw.gemm.SparseGemm` (see there and docs/gemm.md); ``stat_conflict`` is always 0."""
 
     def __init__(self, p):
         self._p = p

@@ -1,6 +1,6 @@
 """The files that make a generated block deliverable IP, all rendered from its manifest.
 
-Beside ``<top>.v`` and ``<top>.json`` (:mod:`hw.emit`), every generation writes:
+Beside ``<top>.v`` and ``<top>.json`` (:mod:`spartan_rtl.hw.emit`), every generation writes:
 
 ``<top>_inst.v``
     an instantiation template: one ``wire`` per port and the instance, grouped and commented
@@ -26,7 +26,7 @@ import math
 import re
 import shlex
 
-from . import __version__
+from .. import __version__
 
 __all__ = ["IO_DELAY_FRACTION", "ClockNames", "check_name", "check_clock_mhz", "output_names",
            "regenerate_command", "header", "instance_template", "fusesoc_core", "file_list",
@@ -127,7 +127,7 @@ class ClockNames:
 
 
 def output_names(top, extra=()):
-    """Every file one generation writes, by name, in the order :func:`hw.emit.generate`
+    """Every file one generation writes, by name, in the order :func:`spartan_rtl.hw.emit.generate`
     returns them (the Verilog first)."""
     return [f"{top}.v", f"{top}.json", *extra, f"{top}_inst.v", f"{top}.core", f"{top}.f",
             f"{top}.sdc", f"{top}.xdc"]

@@ -1,4 +1,4 @@
-"""A register map (:class:`hw.axil.RegisterMap`) as SystemRDL, and what the PeakRDL tools make
+"""A register map (:class:`spartan_rtl.hw.axil.RegisterMap`) as SystemRDL, and what the PeakRDL tools make
 of it: the C header, the Markdown reference and the IP-XACT export.
 
 The Python map stays the single source (it also builds the hardware decode); :func:`systemrdl`
@@ -18,7 +18,7 @@ Access kinds become ``rw``: ``sw = rw; hw = r``; ``ro``: ``sw = r; hw = w``; ``c
 ``sw = r; hw = na`` (a constant: its reset value); ``w1p``: ``sw = w; hw = r; singlepulse``.
 Fields with an undefined reset (a memory's contents) get no reset value.
 
-``python -m hw.registers FILE.md`` writes the Markdown of the default core (``make
+``python -m spartan_rtl.hw.registers FILE.md`` writes the Markdown of the default core (``make
 docs-registers`` -> docs/registers.md).
 """
 
@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 from .axil import BUS_DOC, DATA_WIDTH
 
 __all__ = ["systemrdl", "render", "file_names", "compile_rdl", "DOC_TITLE"]
@@ -155,10 +155,10 @@ def render(regmap, top, title=DOC_TITLE):
 
 
 def main(argv=None):
-    from .core import BLOCK, SpartanCore  # (here: hw.core imports this module)
+    from .core import BLOCK, SpartanCore  # (here: spartan_rtl.hw.core imports this module)
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not argv[0].endswith(".md"):
-        print(f"python -m hw.registers: the argument must be one output path ending in .md "
+        print(f"python -m spartan_rtl.hw.registers: the argument must be one output path ending in .md "
               f"(the default core's register reference), not {argv!r}", file=sys.stderr)
         return 2
     core = SpartanCore()

@@ -1,0 +1,57 @@
+"""One benchmark entry point: ``spartan bench [NAME ...] [--quick]`` (``make bench``).
+
+Each benchmark is a module ``verif/tb/bench_<name>.py`` with
+
+``run(quick: bool) -> dict``
+    simulate and measure; returns JSON-able figures (cycles, beats/cycle, speedups, ...).
+``report(figures: dict) -> str``
+    the figures as a plain-text table for the terminal.
+
+and is listed in :data:`BENCHES`. Figures are measured in one run, as ratios where the machine
+could skew them; nothing here times wall-clock seconds as a performance figure.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+#: name -> module; add a line when a block gets a benchmark.
+BENCHES = {
+    "monitor": "spartan_rtl.tb.bench_monitor",
+    "compactor": "spartan_rtl.tb.bench_compactor",
+    "gemm": "spartan_rtl.tb.bench_gemm",
+    "core": "spartan_rtl.tb.bench_core",
+    "estimate": "spartan_rtl.tb.bench_estimate",
+}
+
+
+def names():
+    return list(BENCHES)
+
+
+def module(name):
+    return importlib.import_module(BENCHES[name])
+
+
+def run(selected=None, quick=False, json_path=None, echo=None):
+    """Run the benchmarks (all by default) with a progress bar, print each report and write the
+    figures as JSON (``json_path``). The project's Markdown page of them, docs/results.md, is
+    rendered from that JSON by a developer flow (``make bench``: verif/flows/results.py)."""
+    from tqdm import tqdm
+    selected = list(selected or BENCHES)
+    for name in selected:
+        if name not in BENCHES:
+            raise ValueError(f"benchmark must be one of {', '.join(BENCHES)}, not {name!r}")
+    echo = echo or tqdm.write
+    results = {}
+    with tqdm(selected, desc="bench", unit="bench") as bar:
+        for name in bar:
+            bar.set_postfix_str(name)
+            figures = module(name).run(quick=quick)
+            results[name] = figures
+            echo(module(name).report(figures))
+    if json_path:
+        Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
+    return results

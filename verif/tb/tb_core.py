@@ -1,0 +1,392 @@
+"""cocotb testbench of the Spartan core (``spartan_core``), driven by cocotbext-axi: an
+``AxiLiteMaster`` on the registers, ``AxiStreamSource``s on ``A`` and ``B`` and an
+``AxiStreamSink`` on ``C``, each with a random pause generator (idle cycles on every input
+channel, back-pressure on every output channel, AXI4-Lite channels included).
+
+Checked against golden/core.py: every ``C`` element of every tile, the per-tile mode (from the
+``TILES_*`` counters after every tile group), every event counter, and the timing counters
+against what the ports show (``BUSY_CYCLES`` exactly, ``CYCLES`` within the bus latency,
+``STALL_CYCLES`` zero with ``C`` always ready).
+"""
+
+import random
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, AxiStreamFrame,
+                           AxiStreamSink, AxiStreamSource)
+
+from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
+from spartan_rtl.golden.formats import random_elements
+from spartan_rtl.tb.axis import CLOCK_NS, manifest, read_int, test_args
+
+COUNTERS = ("CYCLES", "BUSY_CYCLES", "STALL_CYCLES") + EVENT_COUNTERS
+
+
+def pauses(rng, probability):
+    while True:
+        yield rng.random() < probability
+
+
+class CoreTB:
+    def __init__(self, dut):
+        self.dut = dut
+        self.args = test_args()
+        self.doc = manifest()
+        self.p = self.doc["params"]
+        self.regs = {r["name"]: r for r in self.doc["registers"]}
+        self.rng = random.Random(cocotb.RANDOM_SEED)
+        self.np_rng = np.random.default_rng(cocotb.RANDOM_SEED)
+        self.model = CoreModel(dict(self.p))
+        self.cycle = 0
+        self.events = {"a_first": [], "c_last": []}  # transfer cycles seen at the ports
+        Clock(dut.clk, CLOCK_NS, unit="ns").start()
+
+    async def start(self, *, idle=0.3, backpressure=0.3, bus_idle=0.3):
+        dut, p = self.dut, self.p
+        for port in self.doc["ports"]:
+            if port["dir"] == "in" and port["name"] != "clk":
+                getattr(dut, port["name"]).value = 0
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        self.a = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_a"), dut.clk, dut.rst,
+                                 byte_size=p["width"])
+        self.b = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_b"), dut.clk, dut.rst,
+                                 byte_size=p["width"])
+        self.c = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_c"), dut.clk, dut.rst,
+                               byte_size=p["acc_width"])
+        for source in (self.a, self.b):
+            source.set_pause_generator(pauses(self.rng, idle))
+        self.c.set_pause_generator(pauses(self.rng, backpressure))
+        for channel in (self.axil.write_if.aw_channel, self.axil.write_if.w_channel,
+                        self.axil.read_if.ar_channel):
+            channel.set_pause_generator(pauses(self.rng, bus_idle))
+        for channel in (self.axil.write_if.b_channel, self.axil.read_if.r_channel):
+            channel.set_pause_generator(pauses(self.rng, bus_idle))
+        self.model = CoreModel(dict(p))
+        self.events = {"a_first": [], "c_last": []}
+        cocotb.start_soon(self._watch_ports())
+
+    async def _watch_ports(self):
+        """Record the cycles of tile starts (first A beat) and ends (last C beat)."""
+        dut, first = self.dut, True
+        while True:
+            await FallingEdge(dut.clk)
+            await ReadOnly()
+            self.cycle += 1
+            if read_int(dut.s_axis_a_tvalid) and read_int(dut.s_axis_a_tready):
+                if first:
+                    self.events["a_first"].append(self.cycle)
+                first = bool(read_int(dut.s_axis_a_tlast))
+            if read_int(dut.m_axis_c_tvalid) and read_int(dut.m_axis_c_tready) \
+                    and read_int(dut.m_axis_c_tlast):
+                self.events["c_last"].append(self.cycle)
+
+    async def reset(self):
+        """Reset the running DUT (the cocotbext-axi drivers watch ``rst`` and drop what they
+        hold); the model starts over too."""
+        await FallingEdge(self.dut.clk)
+        self.dut.rst.value = 1
+        for _ in range(3):
+            await FallingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        self.model = CoreModel(dict(self.p))
+        self.events = {"a_first": [], "c_last": []}
+
+    def busy_cycles_from_ports(self, since, until):
+        """Cycles in (since, until] in which a tile was in flight: after its first A transfer,
+        up to and including its last C transfer."""
+        busy = 0
+        for cycle in range(since + 1, until + 1):
+            started = sum(1 for c in self.events["a_first"] if c < cycle)
+            ended = sum(1 for c in self.events["c_last"] if c < cycle)
+            busy += started > ended
+        return busy
+
+    # --- registers --------------------------------------------------------------------------
+    async def write(self, name, value, expect=AxiResp.OKAY):
+        resp = await self.axil.write(self.regs[name]["offset"], int(value).to_bytes(4, "little"))
+        assert resp.resp == expect, f"write {name}: {resp.resp}, expected {expect}"
+
+    async def read(self, name_or_offset, expect=AxiResp.OKAY):
+        offset = self.regs[name_or_offset]["offset"] if isinstance(name_or_offset, str) \
+            else name_or_offset
+        resp = await self.axil.read(offset, 4)
+        assert resp.resp == expect, f"read {name_or_offset}: {resp.resp}, expected {expect}"
+        return int.from_bytes(resp.data, "little")
+
+    async def ctrl(self, *, mode=None, pass_start=False, clear=False, forget=False):
+        if mode is not None:
+            self.model.mode = mode
+        value = self.model.mode | pass_start << 2 | clear << 3 | forget << 4
+        await self.write("CTRL", value)
+        if pass_start:
+            self.model.pass_start()
+        if clear:
+            self.model.clear()
+        if forget:
+            self.model.forget()
+
+    async def set_threshold(self, value):
+        self.model.threshold = value
+        await self.write("THRESHOLD", value)
+
+    async def counters(self):
+        return {name: await self.read(name) for name in COUNTERS}
+
+    # --- streams ----------------------------------------------------------------------------
+    async def load_b(self, b_raw=None):
+        p = self.p
+        if b_raw is None:
+            b_raw = random_elements(self.np_rng, (p["k"], p["n"]), p["width"], 0.9)
+        self.model.load_b(b_raw)
+        await self.b.send(AxiStreamFrame([int(x) for x in b_raw.reshape(-1)]))
+        await self.b.wait()
+
+    def random_tile(self, rows, density):
+        p = self.p
+        return random_elements(self.np_rng, (rows, p["k"]), p["width"], density)
+
+    async def run_tiles(self, tiles, short_beats=()):
+        """Send every tile, receive every C tile, compare each with the model; returns the
+        per-tile decisions the model made. ``short_beats[i]``: cut tile ``i``'s last row short
+        by that many beats (a malformed tile)."""
+        expected, decisions = [], []
+        for index, a_raw in enumerate(tiles):
+            short = short_beats[index] if index < len(short_beats) else 0
+            c, sparse = self.model.run_tile(a_raw, short_beats=short)
+            expected.append(c)
+            decisions.append(sparse)
+            elements = [int(x) for x in a_raw.reshape(-1)]
+            await self.a.send(AxiStreamFrame(elements[:len(elements) - short * self.p["lanes"]]))
+        for index, c in enumerate(expected):
+            frame = await self.c.recv()
+            got = np.array(frame.tdata, dtype=np.uint64).reshape(-1)
+            want = c.reshape(-1)
+            assert got.size == want.size, f"tile {index}: {got.size} C elements, expected {want.size}"
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, (f"tile {index}: C[{bad[0] // self.p['n']}, {bad[0] % self.p['n']}]"
+                                   f" = {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
+        assert self.c.empty(), "C beats beyond the last tile"
+        return decisions
+
+    async def check_counters(self, since_cycle=None, until_cycle=None, stalls_zero=False):
+        got = await self.counters()
+        for name in EVENT_COUNTERS:
+            assert got[name] == self.model.counters[name], \
+                f"{name} = {got[name]}, expected {self.model.counters[name]}"
+        if since_cycle is not None:
+            busy = self.busy_cycles_from_ports(since_cycle, until_cycle or self.cycle)
+            assert got["BUSY_CYCLES"] == busy, f"BUSY_CYCLES = {got['BUSY_CYCLES']}, ports say {busy}"
+        assert got["STALL_CYCLES"] <= got["BUSY_CYCLES"] <= got["CYCLES"]
+        if stalls_zero:
+            assert got["STALL_CYCLES"] == 0, got["STALL_CYCLES"]
+        return got
+
+
+@cocotb.test()
+async def registers(dut):
+    """ID, reset values, read/write fields, w1p fields reading 0, byte strobes, read-only
+    registers ignoring writes, SLVERR on unmapped addresses, the table window."""
+    tb = CoreTB(dut)
+    await tb.start()
+    assert await tb.read("ID") == tb.doc["id"]
+    assert await tb.read("THRESHOLD") == 0x80
+    assert await tb.read("CTRL") == 0
+    await tb.write("THRESHOLD", 0x1234_56C3)
+    assert await tb.read("THRESHOLD") == 0xC3
+    await tb.write("CTRL", 0b1_1110)  # MODE 2, PASS_START, CLEAR, FORGET
+    assert await tb.read("CTRL") == 2
+    # Byte strobes: write only byte 1 of TABLE_BASE.
+    resp = await tb.axil.write(tb.regs["TABLE_BASE"]["offset"] + 1, b"\x05")
+    assert resp.resp == AxiResp.OKAY
+    assert await tb.read("TABLE_BASE") == 0x0500
+    await tb.write("TABLE_BASE", 0)
+    await tb.write("ID", 0)  # read-only: ignored
+    assert await tb.read("ID") == tb.doc["id"]
+    for offset in (0x44, 0x200, 0x0FFC, 0x1000 + 8 * tb.p["table_depth"], 0xFFFC):
+        assert await tb.read(offset, expect=AxiResp.SLVERR) == 0
+        resp = await tb.axil.write(offset, b"\x01\x00\x00\x00")
+        assert resp.resp == AxiResp.SLVERR, (hex(offset), resp.resp)
+    # An empty table reads as invalid zeros.
+    assert await tb.read(0x1000) == 0 and await tb.read(0x1004) == 0
+
+
+@cocotb.test()
+async def every_register_written(dut):
+    """A write to every register and to the first and last table-window word answers OKAY;
+    read-only registers and the window ignore it (rw registers get their value back)."""
+    tb = CoreTB(dut)
+    await tb.start()
+    before = {name: await tb.read(name) for name in tb.regs}
+    for name, reg in tb.regs.items():
+        await tb.write(name, 0 if reg["access"] == "ro" else before[name])
+    for offset in (0x1000, 0x1000 + 8 * tb.p["table_depth"] - 4):
+        resp = await tb.axil.write(offset, b"\x01\x00\x00\x00")
+        assert resp.resp == AxiResp.OKAY, (hex(offset), resp.resp)
+        assert await tb.read(offset) == 0
+    for name in ("ID", "CTRL", "THRESHOLD", "TILE", "TABLE_BASE"):
+        assert await tb.read(name) == before[name], name
+
+
+def route_rows(np_rng, lanes, k, width):
+    """One row per shift ``s`` < ``lanes``: columns below ``s`` zero, every other column
+    nonzero. Column ``j`` then has rank ``j - s`` and travels in data lane ``(j - s) % lanes``:
+    together, every (lane, column) pair a sparse row can produce (a column's rank is at most
+    its index, so lane ``l`` never carries a column below ``l``)."""
+    a = random_elements(np_rng, (lanes, k), width, 1.0)
+    for s in range(lanes):
+        a[s, :s] = 0
+    return a
+
+
+@cocotb.test()
+async def lane_routes(dut):
+    """Forced sparse: the rows of :func:`route_rows` (every column through every data lane
+    it can take) and their mirror images (ranks counted from the other end)."""
+    tb = CoreTB(dut)
+    await tb.start()
+    p = tb.p
+    await tb.load_b()
+    await tb.ctrl(mode=2, clear=True, pass_start=True)
+    a = route_rows(tb.np_rng, p["lanes"], p["k"], p["width"])
+    assert await tb.run_tiles([a, a[:, ::-1].copy()]) == [True, True]
+    await tb.check_counters()
+
+
+@cocotb.test()
+async def adaptive_passes(dut):
+    """Several passes over a layer whose sparsity changes between passes: decisions follow
+    the table one pass later; results and counters match the model throughout."""
+    tb = CoreTB(dut)
+    await tb.start()
+    p = tb.p
+    tiles, rows = tb.args.get("tiles", 8), tb.args.get("rows", 3)
+    await tb.ctrl(mode=0, clear=True, forget=True)
+    await tb.set_threshold(tb.args.get("threshold", 0x60))  # sparse iff density <= 37.5 %
+    await tb.load_b()
+    start = tb.cycle
+    plan = [
+        [0.9 if t % 2 else 0.1 for t in range(tiles)],
+        [0.1 if t % 2 else 0.9 for t in range(tiles)],   # flips: decisions lag one pass
+        [0.0 if t % 3 == 0 else 0.3 for t in range(tiles)],
+    ]
+    previous = None
+    for densities in plan:
+        await tb.ctrl(pass_start=True)
+        decisions = await tb.run_tiles([tb.random_tile(rows, d) for d in densities])
+        # Independent of the model's arithmetic: no history means dense; afterwards a tile is
+        # sparse iff it was sparse enough (<= 37.5 %, far from 0.1/0.3 and 0.9) last pass.
+        assert decisions == ([False] * tiles if previous is None else
+                             [t < p["table_depth"] and d < 0.375 for t, d in enumerate(previous)])
+        previous = densities
+        got = await tb.check_counters(start, tb.cycle)
+    assert got["TILES_SPARSE"] > 0 and got["TILES_DENSE"] > 0
+    # The table window shows the last pass's measurements.
+    for t in range(min(tiles, p["table_depth"])):
+        nnz_valid = await tb.read(0x1000 + 8 * t)
+        elems = await tb.read(0x1000 + 8 * t + 4)
+        assert nnz_valid >> 31 == 1
+        assert (nnz_valid & 0x7FFF_FFFF, elems) == tb.model.table[t]
+
+
+@cocotb.test()
+async def forced_modes_and_b_reload(dut):
+    """Force dense and force sparse on the same tiles; reload B between layers; TABLE_BASE
+    gives the second layer its own table region; an all-zero and a dense tile."""
+    tb = CoreTB(dut)
+    await tb.start()
+    rows = tb.args.get("rows", 3)
+    await tb.ctrl(clear=True, forget=True)
+    await tb.load_b()
+    tiles = [tb.random_tile(rows, d) for d in (0.0, 0.2, 0.7, 1.0)]
+    for mode, expected in ((1, [False] * 4), (2, [True] * 4), (0, [True, True, False, False])):
+        await tb.ctrl(mode=mode, pass_start=True)
+        assert await tb.run_tiles(tiles) == expected  # threshold 0x80: sparse iff <= 50 %
+        await tb.check_counters()
+    await tb.load_b()  # a new layer
+    await tb.write("TABLE_BASE", 16 % tb.p["table_depth"])
+    tb.model.table_base = 16 % tb.p["table_depth"]
+    await tb.ctrl(mode=0, pass_start=True)
+    await tb.run_tiles([tb.random_tile(rows, 0.3) for _ in range(3)])
+    await tb.check_counters()
+
+
+@cocotb.test()
+async def reset_between_passes(dut):
+    """A reset between passes: counters and history are gone, the core works as new."""
+    tb = CoreTB(dut)
+    await tb.start()
+    rows = tb.args.get("rows", 3)
+    await tb.load_b()
+    await tb.ctrl(pass_start=True)
+    await tb.run_tiles([tb.random_tile(rows, 0.1) for _ in range(3)])
+    await tb.reset()
+    await tb.load_b()
+    await tb.ctrl(mode=0, pass_start=True)
+    decisions = await tb.run_tiles([tb.random_tile(rows, 0.1) for _ in range(3)])
+    assert decisions == [False] * 3
+    got = await tb.check_counters()
+    assert got["TILES_DENSE"] == 3
+
+
+@cocotb.test()
+async def malformed_tile(dut):
+    """A tile whose tlast comes mid-row: the row is padded with zeros (C as for the padded
+    tile), A_ERRORS counts it, the monitor measures what was sent, and the next tile is fine."""
+    tb = CoreTB(dut)
+    await tb.start()
+    rows = tb.args.get("rows", 3)
+    await tb.load_b()
+    await tb.ctrl(mode=2, clear=True, pass_start=True)
+    tiles = [tb.random_tile(rows, 0.6) for _ in range(3)]
+    await tb.run_tiles(tiles, short_beats=(0, 1, 0))
+    got = await tb.check_counters()
+    assert got["A_ERRORS"] == 1
+
+
+@cocotb.test()
+async def no_backpressure_no_stalls(dut):
+    """With C always ready and rows dense enough that computing a row takes at least as long
+    as sending its C row (n/lanes beats), STALL_CYCLES stays 0; BUSY_CYCLES matches the ports.
+    (Sparser rows are output-bound: their passes do wait for m_axis_c, and that counts.)"""
+    tb = CoreTB(dut)
+    await tb.start(idle=0.0, backpressure=0.0)
+    rows = tb.args.get("rows", 3)
+    await tb.load_b()
+    await tb.ctrl(clear=True, pass_start=True)
+    start = tb.cycle
+    await tb.run_tiles([tb.random_tile(rows, d) for d in (0.6, 0.8, 1.0)])
+    await tb.check_counters(start, tb.cycle, stalls_zero=True)
+
+
+@cocotb.test(skip=test_args().get("bench") is None)
+async def bench_layer(dut):
+    """Benchmark (``spartan bench core``): one layer of tiles at a realistic density mix,
+    inputs always valid and C always ready. Pass 0 warms the table up in auto mode; pass 1 runs
+    in auto mode, pass 2 forced dense on the same tiles. Cycles per pass are taken at the ports
+    (first A beat to last C beat); results are checked as in every test. Writes bench.json."""
+    import json
+    tb = CoreTB(dut)
+    await tb.start(idle=0.0, backpressure=0.0, bus_idle=0.0)
+    args = tb.args["bench"]
+    await tb.set_threshold(args["threshold"])
+    await tb.load_b()
+    tiles = [tb.random_tile(args["rows"], d) for d in args["densities"]]
+    passes = []
+    for name, mode in (("warm-up", 0), ("auto", 0), ("dense", 1)):
+        await tb.ctrl(mode=mode, pass_start=True, clear=True)
+        first = len(tb.events["a_first"])
+        decisions = await tb.run_tiles(tiles)
+        start, end = tb.events["a_first"][first], tb.events["c_last"][-1]
+        counters = await tb.check_counters()
+        passes.append({"pass": name, "cycles": end - start + 1, "sparse_tiles": sum(decisions),
+                       "counters": counters})
+    with open("bench.json", "w") as f:
+        json.dump({"params": tb.p, "densities": args["densities"], "rows": args["rows"],
+                   "threshold": args["threshold"], "passes": passes}, f)

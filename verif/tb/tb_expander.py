@@ -1,0 +1,150 @@
+"""cocotb testbench of the expander (``spartan_expander``), against golden/compactor.py.
+
+The ZVC input is made by the golden encoder from the same tiles as the compactor's tests
+(:mod:`spartan_rtl.tb.tb_compactor`), compressed and bypass (all-ones masks) interleaved; the expected
+output is :func:`spartan_rtl.golden.compactor.expand_stream`. Random idle cycles on ``s_axis_mask`` and
+``s_axis_data`` independently, random back-pressure on ``m_axis``, ``error`` pulses counted.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge
+
+from spartan_rtl.golden.compactor import encode_stream, expand_stream
+from spartan_rtl.tb.axis import Beat, check_sequence, test_args
+from spartan_rtl.tb.tb_compactor import ErrorCounter, ZvcTB, tile_beats
+
+
+class ExpanderTB(ZvcTB):
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.masks, self.data = [], []
+
+    async def start(self, *, mask_idle=0.3, data_idle=0.3, backpressure=0.3):
+        await self.bench.reset()
+        b = self.bench
+        self.mask_src = b.source("s_axis_mask", idle=mask_idle)
+        self.data_src = b.source("s_axis_data", idle=data_idle)
+        self.out = b.sink("m_axis", backpressure=backpressure)
+        self.errors = ErrorCounter(b, self.dut.error)
+
+    def encode(self, tile, bypass=False):
+        """The golden ZVC form of ``tile``: ``(masks, data)`` lists of ``(tdata, tlast)``."""
+        beats = tile_beats(tile, lanes=self.lanes, width=self.width, bypass=bypass, rng=self.rng)
+        masks, data, _ = encode_stream(beats, lanes=self.lanes, width=self.width,
+                                       cols=self.cols, number_format=self.number_format)
+        return masks, data
+
+    def send(self, masks, data):
+        self.masks.extend(masks)
+        self.data.extend(data)
+        self.mask_src.send([Beat(*m) for m in masks])
+        self.data_src.send([Beat(*d) for d in data])
+
+    def tile(self, tile, bypass=False):
+        self.send(*self.encode(tile, bypass))
+
+    def expected(self):
+        return expand_stream(self.masks, self.data, lanes=self.lanes, width=self.width,
+                             cols=self.cols)
+
+    async def finish(self, timeout=None):
+        beats, _ = self.expected()
+        timeout = timeout or 30 * len(beats) + 1000
+        await self.bench.wait_until(lambda: len(self.out.beats) >= len(beats), timeout=timeout,
+                                    what=f"{len(beats)} output beats")
+        for _ in range(10):  # nothing extra may follow
+            await FallingEdge(self.bench.clk)
+        self.check()
+
+    def check(self):
+        beats, errors = self.expected()
+        check_sequence("m_axis", [(b.data, b.last) for b in self.out.beats], beats)
+        assert self.errors.count == errors, f"error pulsed {self.errors.count} times, " \
+                                            f"expected {errors}"
+
+
+@cocotb.test()
+async def patterns(dut):
+    """Every zero pattern, compressed and as bypass (all-ones masks), interleaved."""
+    tb = ExpanderTB(dut)
+    await tb.start()
+    for _, tile in tb.pattern_tiles():
+        tb.tile(tile)
+        tb.tile(tile[:1], bypass=True)
+    await tb.finish()
+
+
+@cocotb.test()
+async def random_traffic(dut):
+    """Tiles of random length, density and mode under random idle and back-pressure."""
+    tb = ExpanderTB(dut)
+    await tb.start()
+    for _ in range(tb.args.get("tiles", 30)):
+        tb.tile(tb.random_tile(), bypass=tb.rng.random() < 0.3)
+    await tb.finish()
+
+
+@cocotb.test()
+async def malformed(dut):
+    """Data ``tlast`` inconsistent with the masks: a missing ``tlast``, an extra one early in a
+    row, and (last, as it shifts every later row) one data beat too many. The masks decide
+    the output; ``error`` pulses once per inconsistent row."""
+    tb = ExpanderTB(dut)
+    await tb.start()
+    for case in range(6):
+        masks, data = tb.encode(tb.random_tile(), bypass=case >= 4)
+        if data:
+            i = tb.rng.randrange(len(data))
+            data[i] = (data[i][0], 1 - data[i][1])  # a tlast missing or one too many
+        tb.send(masks, data)
+        tb.tile(tb.random_tile())
+    await tb.finish()
+    # One data beat too many: the masks still decide; rows after it get shifted data.
+    masks, data = tb.encode(np.ones((3, tb.cols), dtype=np.uint64))
+    data.insert(1, (tb.rng.getrandbits(tb.lanes * tb.width), 1))
+    tb.send(masks, data)
+    tb.tile(np.ones((2, tb.cols), dtype=np.uint64))
+    await tb.finish()
+    assert tb.errors.count > 0
+
+
+@cocotb.test()
+async def output_held(dut):
+    """``m_axis`` held for a long time: the inputs stop, nothing is lost."""
+    tb = ExpanderTB(dut)
+    await tb.start(mask_idle=0.1, data_idle=0.1, backpressure=0.1)
+    tb.out.hold = True
+    for _ in range(5):
+        tb.tile(tb.random_tile(), bypass=tb.rng.random() < 0.3)
+    for _ in range(100):
+        await FallingEdge(tb.bench.clk)
+    assert len(tb.out.beats) == 0
+    tb.out.hold = False
+    await tb.finish()
+
+
+@cocotb.test(skip=test_args().get("beats") is None)
+async def throughput(dut):
+    """Benchmark (``spartan bench compactor``): masks and data always valid, ``m_axis``
+    always ready; output beats per cycle per density."""
+    import json
+
+    from spartan_rtl.golden.formats import random_elements
+    tb = ExpanderTB(dut)
+    await tb.start(mask_idle=0.0, data_idle=0.0, backpressure=0.0)
+    per_row = tb.cols // tb.lanes
+    rows = -(-tb.args["beats"] // per_row)
+    results = []
+    for density in tb.args["densities"]:
+        before = len(tb.out.beats)
+        tile = random_elements(tb.np_rng, (rows, tb.cols), tb.width, density, tb.number_format)
+        tb.tile(tile)
+        await tb.finish()
+        cycles = tb.out.beat_cycles[before:]
+        n = len(cycles)
+        results.append({"density": density, "output_beats": n,
+                        "output_cycles": cycles[-1] - cycles[0] + 1,
+                        "output_beats_per_cycle": n / (cycles[-1] - cycles[0] + 1)})
+    with open("throughput.json", "w") as f:
+        json.dump({"rows": results}, f)

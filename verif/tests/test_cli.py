@@ -1,0 +1,448 @@
+"""The ``spartan`` command line (docs/interfaces.md#the-command-line): listing, generation,
+and one-line errors with exit status 2 and nothing written."""
+
+import contextlib
+import io
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spartan_rtl.hw import blocks
+
+
+def spartan(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "spartan_rtl.cli", *args], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+def test_list_names_every_block_and_parameter():
+    out = spartan("list")
+    assert out.returncode == 0, out.stderr
+    for block in blocks.BLOCKS.values():
+        assert f"{block.name}  (top {block.top})" in out.stdout
+        for p in block.params:
+            assert re.search(rf"^\s+{p.name}\s+default", out.stdout, re.M), p.name
+
+
+def test_generate_writes_verilog_and_manifest(tmp_path):
+    out = spartan("generate", "monitor", "--set", "lanes=4", "--set", "width=16", "-o", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    verilog = (tmp_path / "spartan_monitor.v").read_text()
+    doc = json.loads((tmp_path / "spartan_monitor.json").read_text())
+    assert doc["block"] == "monitor" and doc["top"] == "spartan_monitor"
+    assert doc["params"] == {"lanes": 4, "width": 16, "number_format": "int",
+                             "max_tile_elems": 65536}
+    for key in ("ports", "streams", "latency_cycles", "throughput_beats_per_cycle", "generator"):
+        assert key in doc
+    assert doc["generator"]["amaranth"] == "0.5.10"
+    # The manifest's ports are exactly the Verilog module's ports, with the same widths.
+    header = re.search(r"module spartan_monitor\((.*?)\);", verilog, re.S).group(1)
+    assert sorted(p.strip() for p in header.split(",")) == sorted(p["name"] for p in doc["ports"])
+    for port in doc["ports"]:
+        decl = re.search(rf"^\s*(input|output)\s*(\[(\d+):0\])?\s*{port['name']};", verilog, re.M)
+        assert decl, port["name"]
+        assert decl.group(1) == {"in": "input", "out": "output"}[port["dir"]]
+        assert (int(decl.group(3)) + 1 if decl.group(3) else 1) == port["width"]
+    assert doc["streams"]["s_axis"]["beat_bits"] == 64
+    assert doc["streams"]["s_axis"]["fields"][3] == {"name": "lane3", "lsb": 48, "width": 16}
+    assert "module" in verilog and verilog.count("module ") == 1  # one flat module
+
+
+def test_config_file_and_set_override(tmp_path):
+    config = tmp_path / "cfg.toml"
+    config.write_text('lanes = 16\nwidth = 32\nnumber_format = "fp"\n')
+    out = spartan("generate", "monitor", "--config", str(config), "--set", "width=16",
+                  "-o", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "out" / "spartan_monitor.json").read_text())
+    assert (doc["params"]["lanes"], doc["params"]["width"], doc["params"]["number_format"]) == \
+        (16, 16, "fp")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["generate", "monitor", "--set", "lanes=3"],
+     "lanes must be a power of two from 1 to 64, not 3"),
+    (["generate", "nosuch"], "block must be one of"),
+    (["generate", "monitor", "--set", "colour=3"], "parameter must be one of lanes"),
+    (["generate", "monitor", "--set", "lanes=eight"],
+     "lanes must be a power of two from 1 to 64, not 'eight'"),
+    (["generate", "monitor", "--set", "width=1.5"], "width must be an integer from 1 to 64, not '1.5'"),
+    (["generate", "monitor", "--set", "lanes"], "--set must be NAME=VALUE, not 'lanes'"),
+    (["generate", "monitor", "--config", "/nonexistent/cfg.toml"],
+     "--config must be a readable TOML file, not '/nonexistent/cfg.toml'"),
+])
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, message):
+    out_dir = tmp_path / "out"
+    out = spartan(*args, "-o", str(out_dir))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spartan: error: ") and message in lines[0], out.stderr
+    assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_bad_toml_and_bad_value_in_config(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("lanes = = 3\n")
+    out = spartan("generate", "monitor", "--config", str(broken), "-o", str(tmp_path / "o"))
+    assert out.returncode == 2 and "--config must be a readable TOML file" in out.stderr
+    typed = tmp_path / "typed.toml"
+    typed.write_text('lanes = "8"\n')
+    out = spartan("generate", "monitor", "--config", str(typed), "-o", str(tmp_path / "o"))
+    assert out.returncode == 2
+    assert out.stderr.strip() == "spartan: error: lanes must be a power of two from 1 to 64, not '8'"
+
+
+def test_generate_replaces_existing_files_whole(tmp_path):
+    for lanes in (8, 2):
+        assert spartan("generate", "monitor", "--set", f"lanes={lanes}", "-o", str(tmp_path)).returncode == 0
+    doc = json.loads((tmp_path / "spartan_monitor.json").read_text())
+    assert doc["params"]["lanes"] == 2
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# --- list, version -------------------------------------------------------------------------
+
+def test_list_one_block():
+    out = spartan("list", "gemm")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("gemm  (top spartan_gemm)") and "monitor" not in out.stdout
+    for p in blocks.get("gemm").params:
+        assert re.search(rf"^\s+{p.name}\s+default", out.stdout, re.M), p.name
+
+
+def test_version():
+    from importlib import metadata
+    out = spartan("--version")
+    assert out.returncode == 0
+    assert out.stdout.strip() == (f"spartan-rtl {metadata.version('spartan-rtl')} "
+                                  f"(amaranth {metadata.version('amaranth')})")
+
+
+# --- the generated file set -----------------------------------------------------------------
+
+def test_generate_writes_the_whole_set_readable_by_all(tmp_path):
+    """Under a private umask (077) every generated file is still 0644
+    (docs/interfaces.md#the-generated-files)."""
+    out = subprocess.run([sys.executable, "-m", "spartan_rtl.cli", "generate", "monitor", "--set",
+                          "lanes=2", "--name", "mon2", "-o", str(tmp_path / "new" / "dir")],
+                         capture_output=True, text=True, preexec_fn=lambda: os.umask(0o077))
+    assert out.returncode == 0, out.stderr
+    folder = tmp_path / "new" / "dir"
+    names = ["mon2.v", "mon2.json", "mon2_inst.v", "mon2.core", "mon2.f", "mon2.sdc", "mon2.xdc"]
+    assert out.stdout.split() == [str(folder / n) for n in names]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
+    for p in folder.iterdir():
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
+    doc = json.loads((folder / "mon2.json").read_text())
+    assert doc["top"] == "mon2" and doc["clock"]["target_mhz"] == 100.0
+    assert re.search(r"^module mon2\(", (folder / "mon2.v").read_text(), re.M)
+    assert (folder / "mon2.f").read_text() == "mon2.v\n"
+
+
+# --- one line, exit 2, nothing written ------------------------------------------------------
+
+def snapshot(folder):
+    """Every entry under ``folder`` (hidden ones too): kind, mode and bytes."""
+    folder = Path(folder)
+    if not folder.exists():
+        return None
+    state = {}
+    for path in sorted(folder.rglob("*")):
+        mode = path.lstat().st_mode
+        state[str(path.relative_to(folder))] = (
+            stat.S_IFMT(mode), stat.S_IMODE(mode),
+            path.read_bytes() if stat.S_ISREG(mode) else None)
+    return state
+
+
+def run_cli(*argv):
+    """``spartan ARGV`` in this process: (status, stdout, stderr)."""
+    from spartan_rtl import cli
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            status = cli.main(list(argv))
+        except SystemExit as e:  # argparse's --help and --version, as in a real run
+            status = e.code
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def assert_usage_error(status, stdout, stderr, *fragments):
+    lines = stderr.splitlines()
+    assert status == 2 and len(lines) == 1, (status, stderr)
+    assert lines[0].startswith("spartan: error: ") and "Traceback" not in stderr, stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    assert stdout == ""
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    ([], "the following arguments are required: command"),
+    (["generate"], "the following arguments are required: block"),
+    (["generate", "monitor", "--bogus"], "unrecognized arguments: --bogus"),
+    (["generate", "monitor", "-o"], "argument -o/--output: expected one argument"),
+    (["nosuchcommand"], "invalid choice: 'nosuchcommand'"),
+    (["list", "nosuch"], "block must be one of monitor, compactor"),
+    (["list", "monitor", "extra"], "unrecognized arguments: extra"),
+    (["generate", "monitor", "--set", "=3"], "--set must be NAME=VALUE, not '=3'"),
+    (["generate", "monitor", "extra\nline"], "unrecognized arguments: extra\\nline"),
+    (["generate", "monitor", "-o", ""], "-o must be a directory path, not ''"),
+    (["generate", "monitor", "--set", "lanes=4", "--set", "lanes=x"], "lanes must be"),
+])
+def test_argument_mistakes_are_one_line(tmp_path, argv, fragment):
+    before = snapshot(tmp_path)
+    assert_usage_error(*run_cli(*argv), fragment)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["1abc", "a-b", "", "module", "wire", "logic", "a b", "a$b",
+                                  "x" * 129, "caf\u00e9", "a.b", "\\escaped", "a\nb"])
+def test_bad_name(tmp_path, name):
+    assert_usage_error(*run_cli("generate", "monitor", "--name", name, "-o", str(tmp_path / "o")),
+                       "--name must be a Verilog identifier", repr(name))
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("mhz", ["0", "-5", "nan", "inf", "fast", "1e9", "", "0x10"])
+def test_bad_clock(tmp_path, mhz):
+    assert_usage_error(*run_cli("generate", "monitor", "--clock-mhz", mhz, "-o",
+                                str(tmp_path / "o")),
+                       "--clock-mhz must be a clock frequency in MHz from 0.001 to 5000")
+    assert not (tmp_path / "o").exists()
+
+
+def output_cases(tmp):
+    """(-o argument, fragment of the message) for each kind of unusable output path; sets up
+    what each needs under ``tmp``."""
+    (tmp / "afile").write_text("keep\n")
+    out = tmp / "out"
+    out.mkdir()
+    (out / "spartan_gemm.v").write_text("// an earlier version: must survive\n")
+    (out / "spartan_gemm.json").mkdir()   # a folder where the manifest goes
+    return [
+        (tmp / "afile", "-o must be a directory or a path where one can be created"),
+        (tmp / "afile" / "sub" / "deeper", "('" + str(tmp / "afile") + "' is a file)"),
+        (out, "spartan_gemm.json there is no regular file"),
+        (tmp / ("x" * 300), "-o must be a path whose every name has at most"),
+        (tmp.joinpath(*["d" * 200] * 25), "-o must be a path shorter than"),
+        (Path("/proc/spartan-out/rtl"), "-o must be a writable directory"),
+    ]
+
+
+def test_bad_output_paths_change_nothing(tmp_path):
+    """Each unusable ``-o``: one line naming it, exit 2, the folder exactly as before (no new
+    folders, the existing ``.v`` untouched), and quickly: the paths are checked before the
+    block is built."""
+    import time
+    for target, fragment in output_cases(tmp_path):
+        before = snapshot(tmp_path)
+        start = time.monotonic()
+        status, stdout, stderr = run_cli("generate", "gemm", "-o", str(target))
+        assert_usage_error(status, stdout, stderr, fragment)
+        assert time.monotonic() - start < 2, "checked after elaborating"
+        assert snapshot(tmp_path) == before, target
+    assert not Path("/proc/spartan-out").exists()
+
+
+@pytest.mark.parametrize("fail_on", ["replace", "rename"])
+def test_failure_while_writing_restores_the_folder(tmp_path, monkeypatch, fail_on):
+    """The set is written as one: a rename failing halfway (into an existing folder: the third
+    replace; a new folder: its rename) leaves every old file as it was and no new entry."""
+    existing = tmp_path / "existing"
+    assert run_cli("generate", "monitor", "--set", "lanes=2", "-o", str(existing))[0] == 0
+    (existing / "mine.txt").write_text("not ours\n")
+    target = existing if fail_on == "replace" else tmp_path / "fresh" / "rtl"
+    before = snapshot(tmp_path)
+    real = getattr(os, fail_on)
+    calls = []
+
+    def failing(src, dst, *args, **kwargs):
+        calls.append(dst)
+        if len(calls) == (3 if fail_on == "replace" else 1) and ".spartan" not in str(dst):
+            raise OSError(28, "No space left on device")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, fail_on, failing)
+    status, stdout, stderr = run_cli("generate", "monitor", "--set", "lanes=4", "-o", str(target))
+    assert_usage_error(status, stdout, stderr, "No space left on device")
+    monkeypatch.undo()
+    assert snapshot(tmp_path) == before
+
+
+def test_internal_error_says_bug_exit_70(tmp_path, monkeypatch):
+    """A failure inside the work (here the emitter) is no usage error: one line saying it is a
+    bug, exit status 70, the traceback only with --debug (anywhere on the line)."""
+    from spartan_rtl.hw import emit
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(emit, "to_verilog", broken)
+    status, stdout, stderr = run_cli("generate", "monitor", "-o", str(tmp_path / "o"))
+    lines = stderr.splitlines()
+    assert status == 70 and len(lines) == 1 and "Traceback" not in stderr
+    assert lines[0].startswith("spartan: internal error (a bug, please report it): ")
+    assert "KeyError" in lines[0] and "--debug" in lines[0]
+    status, stdout, stderr = run_cli("generate", "monitor", "--debug", "-o", str(tmp_path / "o"))
+    assert status == 70 and "Traceback" in stderr and "in broken" in stderr
+    assert stderr.splitlines()[-1].startswith("spartan: internal error (a bug")
+    assert not (tmp_path / "o").exists()
+
+
+# --- --config ---------------------------------------------------------------------------
+
+def config_cases(tmp):
+    cases = []
+    deep_array = tmp / "deep_array.toml"
+    deep_array.write_text("lanes = " + "[" * 5000 + "]" * 5000 + "\n")
+    cases.append((deep_array, "--config must be a readable TOML file"))
+    deep_table = tmp / "deep_table.toml"
+    deep_table.write_text("[" + ".".join(f"t{i}" for i in range(40)) + "]\nlanes = 4\n")
+    cases.append((deep_table, "nested at most 16 deep"))
+    inline = tmp / "inline.toml"
+    inline.write_text("params = " + "{a = " * 30 + "1" + "}" * 30 + "\n")
+    cases.append((inline, "nested at most 16 deep"))
+    binary = tmp / "binary.toml"
+    binary.write_bytes(b"lanes = 4\n\xff\xfe\x00garbage")
+    cases.append((binary, "in UTF-8"))
+    huge = tmp / "huge.toml"
+    huge.write_text("# " + "x" * (1 << 20) + "\n")
+    cases.append((huge, "of at most 1048576 bytes"))
+    cases.append((tmp, "(Is a directory)"))
+    cases.append((Path("/dev/zero"), "(no regular file)"))
+    wrong = tmp / "wrong.toml"
+    wrong.write_text("[params]\nlanes = 4.5\n")
+    cases.append((wrong, "lanes must be a power of two from 1 to 64, not 4.5"))
+    table = tmp / "table.toml"
+    table.write_text("[lanes]\nx = 1\n")
+    cases.append((table, "lanes must be a power of two from 1 to 64, not {'x': 1}"))
+    return cases
+
+
+def test_bad_config_files(tmp_path):
+    for path, fragment in config_cases(tmp_path):
+        before = snapshot(tmp_path)
+        assert_usage_error(*run_cli("generate", "monitor", "--config", str(path), "-o",
+                                    str(tmp_path / "o")), fragment)
+        assert snapshot(tmp_path) == before, path
+
+
+# --- probes: random input, the contract holds -------------------------------------------
+
+PROBE = settings(max_examples=60, derandomize=True, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def probe(tmp_path, argv):
+    """Run ``argv`` with the emitter replaced by a recorder: returns (status, generated?) and
+    asserts the contract for anything but success."""
+    from spartan_rtl.hw import emit
+    calls = []
+    before = snapshot(tmp_path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(emit, "generate", lambda *a, **k: calls.append((a, k)) or [])
+        status, stdout, stderr = run_cli(*argv)
+    if status != 0:
+        assert_usage_error(status, stdout, stderr)
+        assert not calls
+    else:
+        assert calls or "usage:" in stdout, (stdout, stderr)
+    assert snapshot(tmp_path) == before
+    return status, bool(calls)
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                max_size=12)
+
+
+@PROBE
+@given(items=st.lists(st.tuples(st.one_of(st.sampled_from(["lanes", "width", "cols", "k"]),
+                                          _text),
+                                st.sampled_from(["=", "", "==", " = "]), _text),
+                      min_size=1, max_size=3),
+       block=st.sampled_from(list(blocks.BLOCKS)))
+def test_probe_random_sets(tmp_path, block, items):
+    argv = ["generate", block, "-o", str(tmp_path / "o")]
+    for name, sep, value in items:
+        argv += ["--set", f"{name}{sep}{value}"]
+    status, generated = probe(tmp_path, argv)
+    assert generated == (status == 0)
+
+
+@PROBE
+@given(words=st.lists(st.one_of(_text, st.sampled_from(
+    ["--set", "--config", "--name", "--clock-mhz", "--axi-names", "-o", "--", "-", "monitor",
+     "gemm", "lanes=4", "--debug"])), max_size=6))
+def test_probe_random_arguments(tmp_path, monkeypatch, words):
+    """Any words after ``generate`` (options in any order, missing or doubled values): either
+    a generation or the one-line error; ``--help`` prints help and exits 0."""
+    monkeypatch.chdir(tmp_path)   # a bare word may be taken as -o's folder: only ever here
+    status, generated = probe(tmp_path, ["generate", *words])
+    assert status in (0, 2)
+
+
+_toml_text = st.text(alphabet="lanes width=[]{}\"'.#\n0123456789xabtruefls,-+_ ", max_size=60)
+
+
+@PROBE
+@given(text=_toml_text)
+def test_probe_random_toml(tmp_path, text):
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    status, generated = probe(tmp_path, ["generate", "monitor", "--config", str(config),
+                                         "-o", str(tmp_path / "o")])
+    assert generated == (status == 0)
+
+
+@PROBE
+@given(name=_text)
+def test_probe_random_names(tmp_path, name):
+    status, generated = probe(tmp_path, ["generate", "expander", "--name", name, "-o",
+                                         str(tmp_path / "o")])
+    from spartan_rtl.hw import ip
+    legal = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name) is not None
+    assert generated == (status == 0)
+    assert status == (0 if legal and name not in ip._KEYWORDS else 2)
+
+
+@PROBE
+@given(parts=st.lists(st.one_of(_text, st.sampled_from(["..", ".", "afile", "x" * 256])),
+                      min_size=1, max_size=4))
+def test_probe_random_output_paths(tmp_path, parts):
+    (tmp_path / "afile").touch()
+    status, generated = probe(tmp_path, ["generate", "monitor", "-o",
+                                         str(tmp_path.joinpath(*parts))])
+    assert generated == (status == 0)
+
+
+# --- spartan sim: the verdict ---------------------------------------------------------------
+
+def test_sim_ends_with_pass_or_fail(tmp_path, monkeypatch):
+    """``spartan sim`` prints its verdict last: ``PASS`` (exit 0), or ``FAIL <reason>`` (exit
+    1) when the testbench fails, here a real run whose result is then declared failed. The
+    configuration is test_waves.py's, so the Verilator build is shared."""
+    args = ["sim", "monitor", "--seed", "7", "--cycles", "60"]
+    passed = spartan(*args, "-o", str(tmp_path / "pass"))
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.splitlines()[-1] == "PASS"
+    from spartan_rtl import runner
+    real_run = runner.run
+
+    def failing_run(*a, **k):
+        real_run(*a, **k)
+        raise AssertionError("scoreboard: 1 element differs (injected)\nmore detail")
+
+    monkeypatch.setattr(runner, "run", failing_run)
+    status, stdout, stderr = run_cli(*args, "-o", str(tmp_path / "fail"))
+    last = stdout.splitlines()[-1]
+    assert status == 1 and last.startswith("FAIL the testbench failed: scoreboard: 1 element "
+                                           "differs (injected)"), (status, stdout, stderr)
+    assert "PASS" not in stdout and (tmp_path / "fail" / "dump.vcd").exists()

@@ -1,0 +1,47 @@
+"""Spartan core: parameter checks and the cocotb testbench (cocotbext-axi) in Verilator and
+Icarus. The register map's forms (manifest, SystemRDL, C header, IP-XACT, docs) are checked in
+verif/tests/test_registers.py, the C driver in verif/tests/test_driver.py."""
+
+import pytest
+
+from spartan_rtl.hw.core import SpartanCore
+from spartan_rtl import runner
+
+CONFIGS = [
+    dict(),  # the defaults: lanes 8, width 8, k = n = 64, k_par 4, n_par 16, table_depth 64
+    dict(lanes=4, width=16, signed=False, acc_width=24, k=32, n=16, k_par=4, n_par=8,
+         b_banks=4, table_depth=8),
+]
+
+
+def _id(config):
+    return "-".join(f"{k}{v}" for k, v in config.items()) or "defaults"
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(table_depth=3), ValueError, "table_depth must be a power of two from 1 to 1024, not 3"),
+    (dict(k=60), ValueError, "k must be a multiple of lanes (8), not 60"),
+    (dict(lanes=8, n_par=4), ValueError,
+     "n_par must be a multiple of lanes (8) dividing n (64), not 4"),
+    (dict(width="8"), TypeError, "width must be an integer from 1 to 32, not '8'"),
+])
+def test_bad_parameters(kwargs, error, message):
+    with pytest.raises(error) as info:
+        SpartanCore(**kwargs)
+    assert str(info.value) == message
+
+
+def test_register_map_rejects_overlap():
+    from spartan_rtl.hw.axil import Field, Register, RegisterMap
+    a = Register("A", 0x0, "a", (Field("A", 0, 32, "rw", "a"),))
+    b = Register("B", 0x0, "b", (Field("B", 0, 32, "rw", "b"),))
+    with pytest.raises(ValueError, match="register B must not overlap A, not at 0x0"):
+        RegisterMap("x", [a, b])
+
+
+@pytest.mark.parametrize("sim", runner.sims())
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_core(config, sim):
+    tiles = 10 if config.get("table_depth", 64) < 10 else 8
+    runner.run("core", "spartan_rtl.tb.tb_core", config, sim=sim, name="regression",
+               args={"tiles": tiles, "rows": 3})

