@@ -81,7 +81,8 @@ from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
-from .elements import beat_layout, delayed, is_nonzero, lanes_layout, lookup
+from .elements import (beat_layout, delayed, fast_prefix_sums, is_nonzero, lanes_layout,
+                       popcount, prefix_sums, select_onehot, staged_prefix_sums)
 
 __all__ = ["Compactor", "BLOCK", "input_layout", "GRANT_DEPTH", "data_depth", "pipeline",
            "Pipeline", "prefix_sums", "fast_prefix_sums", "popcount", "check_cols"]
@@ -162,83 +163,6 @@ def check_cols(p):
 
 def data_depth(cols, lanes):
     return cols // lanes + pipeline(lanes).data_margin
-
-
-def prefix_sums(bits):
-    """``(pos, total)``: ``pos[i]`` = sum of ``bits[:i]`` (exclusive scan, log depth)."""
-    n = len(bits)
-    inclusive = [Cat(b) for b in bits]
-    step = 1
-    while step < n:
-        inclusive = [inclusive[i] + inclusive[i - step] if i >= step else inclusive[i]
-                     for i in range(n)]
-        step *= 2
-    return [Const(0, 1)] + inclusive[:-1], inclusive[-1]
-
-
-def _group_counts(bits, offset=lambda i: 0):
-    """Per group of four bits, its popcount and the exclusive prefix counts inside it (plus
-    ``offset(i)`` for bit ``i``): table lookups, one LUT level each. Returns
-    ``(group_counts, inner)``, ``inner`` per bit."""
-    n = len(bits)
-    group_counts, inner = [], []
-    for k in range(0, n, 4):
-        group = [bits[i] for i in range(k, min(k + 4, n))]
-        group_counts.append(lookup(group, _ones))
-        inner += [Const(offset(k))] + [lookup(group[:e], lambda x, i=k + e: _ones(x) + offset(i))
-                                       for e in range(1, len(group))]
-    return group_counts, inner
-
-
-def _ones(x):
-    return bin(x).count("1")
-
-
-def fast_prefix_sums(bits, offset=lambda i: 0):
-    """:func:`prefix_sums` (same values, plus ``offset(i)`` on ``pos[i]`` for free) as lookups
-    per group of four bits, then adders over the groups: log2(len/4) + 1 adder levels where
-    :func:`prefix_sums` has log2(len)."""
-    group_counts, inner = _group_counts(bits, offset)
-    group_pos, total = prefix_sums(group_counts)
-    return [group_pos[i // 4] + inner[i] for i in range(len(bits))], total
-
-
-def staged_prefix_sums(m, bits, *, name):
-    """:func:`fast_prefix_sums` as a pipeline of two stages, each ending in registers: the
-    lookups, then the adders (two levels up to 16 bits). Returns ``(pos, total)``, valid
-    :data:`PREFIX_STAGES` cycles after ``bits``."""
-    n = len(bits)
-    group_counts, inner = _group_counts(bits)
-    group_regs = [Signal(range(min(4, n - 4 * g) + 1), name=f"{name}_group{g}")
-                  for g in range(len(group_counts))]
-    inner_regs = [Signal(range(i % 4 + 1), name=f"{name}_inner{i}") for i in range(n)]
-    m.d.sync += [r.eq(v) for r, v in zip(group_regs + inner_regs, group_counts + inner)]
-    group_pos, total = prefix_sums(group_regs)
-    pos = [Signal(range(i + 1), name=f"{name}_pos{i}") for i in range(n)]
-    total_reg = Signal(range(n + 1), name=f"{name}_total")
-    m.d.sync += [p.eq(group_pos[i // 4] + inner_regs[i]) for i, p in enumerate(pos)]
-    m.d.sync += total_reg.eq(total)
-    return pos, total_reg
-
-
-def popcount(bits):
-    return prefix_sums(bits)[1] if len(bits) else Const(0, 1)
-
-
-def select_onehot(elements, hits, width):
-    """OR of the ``elements`` whose ``hits`` bit is set (at most one is), as a balanced tree:
-    a chain one OR per element is as deep as there are elements, and past ~300 of them
-    Amaranth's recursive expression walk exceeds Python's recursion limit (k >= 320 in the
-    replicated GEMM)."""
-    terms = [Mux(h, e, 0) for e, h in zip(elements, hits)]
-    if not terms:
-        return Const(0, width)
-    while len(terms) > 1:
-        paired = [terms[i] | terms[i + 1] for i in range(0, len(terms) - 1, 2)]
-        if len(terms) % 2:
-            paired.append(terms[-1])
-        terms = paired
-    return terms[0]
 
 
 def input_layout(lanes, width):

@@ -33,7 +33,7 @@ Counters (32 bits, saturating, zeroed by reset and ``CTRL.CLEAR``)
     ``THRESHOLD`` (those run sparse in the next pass, in auto mode).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -46,10 +46,10 @@ from .compactor import MAX_COLS, Compactor
 from .elements import beat_layout, is_nonzero, tree_sum
 from .gemm import PARAMS as GEMM_PARAMS
 from .gemm import SparseGemm
-from .gemm import _check as gemm_check
+from .gemm import check_params as check_gemm_params
 from .monitor import SparsityMonitor, stats_layout
 
-__all__ = ["SpartanCore", "BLOCK", "ID_VALUE", "REGISTER_MAP", "register_map", "MODES",
+__all__ = ["SpartanCore", "BLOCK", "ID_VALUE", "register_map", "MODES",
            "TILES_IN_FLIGHT"]
 
 #: ``ID`` register: "SP" (0x5350), block 0x01 (core), version 0x01.
@@ -132,7 +132,7 @@ SYNTH_SIZES = ({"k_par": 2, "n_par": 8},)
 
 
 def _check(p):
-    gemm_check(p)
+    check_gemm_params(p)
     if p["k"] > MAX_COLS:
         raise ValueError(f"k must be at most {MAX_COLS} (the compactor's row length), "
                          f"not {p['k']!r}")

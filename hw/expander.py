@@ -47,8 +47,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .block import Block
-from .compactor import PARAMS, Compactor, check_cols, fast_prefix_sums, input_layout
-from .elements import beat_layout, lookup
+from .compactor import PARAMS, Compactor, check_cols, input_layout
+from .elements import beat_layout, fast_prefix_sums, lookup
 
 __all__ = ["Expander", "BLOCK", "MASK_LATENCY", "DATA_LATENCY"]
 

@@ -58,8 +58,7 @@ from amaranth.lib.memory import Memory
 
 from . import params as P
 from .block import Block
-from .compactor import prefix_sums, select_onehot
-from .elements import log2, mux_tree, tree_sum
+from .elements import log2, mux_tree, prefix_sums, select_onehot, tree_sum
 from .gemm_broadcast import ISSUE_TO_PUSH as BROADCAST_ISSUE_TO_PUSH
 from .gemm_broadcast import OUT_DEPTH as BROADCAST_OUT_DEPTH
 from .gemm_broadcast import BroadcastGemm, gemm_members, weight_write_pointer
@@ -99,7 +98,7 @@ PARAMS = (
 )
 
 
-def _check(p):
+def check_params(p):
     lanes = p["lanes"]
     for name in ("k", "n"):
         if p[name] % lanes:
@@ -518,7 +517,7 @@ BLOCK = Block(
     top="spartan_gemm",
     summary="tile sparse GEMM: C = A.B, A in ZVC rows, B resident, cycles proportional to nonzeros",
     params=PARAMS,
-    check=_check,
+    check=check_params,
     build=lambda **p: SparseGemm(**p),
     info=_info,
 )

@@ -261,7 +261,7 @@ def test_wide_selects_elaborate_at_any_k():
     k >= 320 in the replicated datapath), and the broadcast GEMM at k = 1024 elaborates."""
     from amaranth.back import rtlil
     from amaranth.hdl import Module, Signal
-    from spartan_rtl.hw.compactor import select_onehot
+    from spartan_rtl.hw.elements import select_onehot
     from spartan_rtl.hw.emit import elaborate
 
     m = Module()
