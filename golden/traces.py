@@ -17,7 +17,8 @@ Layout (every key, nothing else)
                         unsigned integer type.
     ``w_shape_<name>``  integer array of 4: the weight shape ``(C_out, C_in, k_h, k_w)``, so
                         ``N = C_out`` and ``K`` must equal ``C_in * k_h * k_w``. A fully
-                        connected layer is ``(N, K, 1, 1)``.
+                        connected layer is ``(N, K, 1, 1)``. Entries from 1 to 2**31 - 1,
+                        and ``M x C_out`` at most 2**31 (the output the estimate models).
     ``dy_<name>``       optional, 2-D array ``(M, N)``: the output error ``dY``, the gradient of
                         the loss with respect to the layer's output ``Y = A . W`` for the same
                         batch, after the masks of the layers that follow it (ReLU, max-pool
@@ -25,7 +26,11 @@ Layout (every key, nothing else)
                         ``c_out``. Same dtypes as ``a_<name>``. Traces without it (the first
                         version of this layout) still load: their backward GEMMs have no
                         measured error.
-    ``meta``            optional, a str: JSON describing how the trace was made.
+    ``meta``            optional, a str of at most 2**20 characters: a JSON object describing
+                        how the trace was made.
+
+Each key is a ``.npy`` member of the archive (no other member), read without unpickling;
+the arrays hold at most 4 GiB in all.
 
 So each layer defines a GEMM ``(M, K, N)``: ``A`` (M x K) times weights (K x N); with ``dy``
 also the backward GEMMs ``dA = dY . W^T`` and ``dW = A^T . dY`` (golden/estimate.py).
@@ -37,8 +42,12 @@ file, the key, what it must be and what it is.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +58,14 @@ __all__ = ["TraceError", "Layer", "Trace", "load", "save", "validate"]
 _NAME = re.compile(r"^[A-Za-z0-9_.]+$")
 _A_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
              "uint8", "uint16", "uint32", "uint64")
+
+
+#: Largest entry of ``w_shape_<name>``.
+MAX_DIM = (1 << 31) - 1
+#: Largest ``M x C_out`` of a layer: the output (and its error) the estimate holds as a mask.
+MAX_OUTPUT = 1 << 31
+#: Longest ``meta`` string.
+MAX_META_CHARS = 1 << 20
 
 
 class TraceError(ValueError):
@@ -132,10 +149,19 @@ def validate(arrays, path="trace"):
         raw = arrays["meta"]
         if raw.ndim != 0 or raw.dtype.kind != "U":
             _fail(path, f"key 'meta' must be a str, not {raw.dtype} of shape {raw.shape}")
+        if len(str(raw)) > MAX_META_CHARS:
+            _fail(path, f"key 'meta' must be at most {MAX_META_CHARS} characters, not "
+                        f"{len(str(raw))}")
         try:
             meta = json.loads(str(raw))
         except json.JSONDecodeError as e:
             _fail(path, f"key 'meta' must be JSON, not {str(raw)[:40]!r} ({e.msg})")
+        except RecursionError:
+            _fail(path, "key 'meta' must be JSON nested a few levels deep, not thousands")
+        except ValueError as e:   # an integer of more digits than Python converts
+            _fail(path, f"key 'meta' must be JSON with numbers Python reads, not ({e})")
+        if not isinstance(meta, dict):
+            _fail(path, f"key 'meta' must be a JSON object, not {type(meta).__name__}")
     layers = []
     for name in names:
         a, w = arrays[f"a_{name}"], arrays[f"w_shape_{name}"]
@@ -146,6 +172,12 @@ def validate(arrays, path="trace"):
         w_shape = tuple(int(v) for v in w)
         if min(w_shape) < 1:
             _fail(path, f"key 'w_shape_{name}' must be positive, not {w_shape}")
+        if max(w_shape) > MAX_DIM:
+            _fail(path, f"key 'w_shape_{name}' must be at most {MAX_DIM} each, not {w_shape}")
+        if a.shape[0] * w_shape[0] > MAX_OUTPUT:
+            # Without dy_<name> the estimate models a dense (M, C_out) error of this size.
+            _fail(path, f"layer {name!r} must have M x C_out at most {MAX_OUTPUT}, not "
+                        f"{a.shape[0]} x {w_shape[0]}")
         k = w_shape[1] * w_shape[2] * w_shape[3]
         if a.shape[1] != k:
             _fail(path, f"key 'a_{name}' must have K = C_in*k_h*k_w = {k} columns (w_shape "
@@ -171,25 +203,79 @@ def _check_numbers(path, key, array, dims):
 
 
 def load(path):
-    """Read and validate a trace file; :class:`TraceError` on any problem."""
+    """Read and validate a trace file; :class:`TraceError` on any problem. The archive is read
+    member by member: each must be a ``.npy`` array whose header declares no more data than the
+    member holds (a header claiming a huge shape is refused before anything is allocated),
+    at most :data:`MAX_BYTES` in all, and no pickled object is ever loaded."""
     path = Path(path)
     try:
-        f = np.load(path, allow_pickle=False)
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                _fail(path, "file must be a regular file, not a device, pipe or socket")
+            magic = f.read(6)
     except FileNotFoundError:
         _fail(path, "file must exist, not missing")
-    except (ValueError, OSError, EOFError) as e:
-        _fail(path, f"file must be an .npz archive, not unreadable ({type(e).__name__}: {e})")
-    if not isinstance(f, np.lib.npyio.NpzFile):
+    except OSError as e:
+        _fail(path, f"file must be a readable .npz archive, not unreadable ({e.strerror})")
+    if magic == b"\x93NUMPY":
         _fail(path, "file must be an .npz archive, not a single .npy array")
     try:
-        with f:
-            arrays = {key: f[key] for key in f.files}
-    except ValueError as e:
-        # allow_pickle=False refuses object arrays (pickled Python objects).
-        _fail(path, f"every array must be plain numbers or str, not pickled objects ({e})")
-    except (OSError, zipfile.BadZipFile, EOFError) as e:
-        _fail(path, f"file must be an .npz archive, not corrupt ({type(e).__name__}: {e})")
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        _fail(path, f"file must be an .npz archive, not unreadable ({type(e).__name__}: {e})")
+    with archive:
+        arrays, total = {}, 0
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy") or info.is_dir():
+                _fail(path, f"every member must be a .npy array, not {info.filename!r}")
+            key = info.filename[:-len(".npy")]
+            if key in arrays:
+                _fail(path, f"every key must appear once, not {key!r} twice")
+            arrays[key] = _member(path, archive, info, key)
+            total += arrays[key].nbytes
+            if total > MAX_BYTES:
+                _fail(path, f"the arrays must hold at most {MAX_BYTES} bytes in all, not more")
     return validate(arrays, path)
+
+
+#: Bytes of array data a trace may hold (the estimate keeps them all in memory).
+MAX_BYTES = 1 << 32
+
+#: The readers of each ``.npy`` header version numpy writes.
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _member(path, archive, info, key):
+    """One member as an array, read from its ``.npy`` header and data without numpy's pickle
+    path; any damage (cut short, bad CRC, corrupt compression, malformed header) is named."""
+    bad = None
+    try:
+        with archive.open(info) as m:
+            version = np.lib.format.read_magic(m)
+            if version not in _NPY_HEADERS:
+                bad = f"a .npy array of format version 1.0 or 2.0, not {version}"
+            else:
+                shape, fortran, dtype = _NPY_HEADERS[version](m)
+                nbytes = math.prod(shape) * dtype.itemsize
+                if dtype.hasobject:
+                    bad = "pickled"
+                elif nbytes > info.file_size:
+                    bad = (f"as large as its header declares (shape {shape}, {dtype}: "
+                           f"{nbytes} bytes), not a {info.file_size}-byte member")
+                else:
+                    data = bytearray(nbytes)
+                    if m.readinto(data) != nbytes:
+                        bad = "as long as its header declares, not cut short"
+                    else:
+                        return np.frombuffer(data, dtype=dtype).reshape(
+                            shape, order="F" if fortran else "C")
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, RuntimeError,
+            NotImplementedError) as e:
+        bad = f"a readable .npy array, not corrupt ({type(e).__name__}: {e})"
+    if bad == "pickled":
+        _fail(path, f"every array must be plain numbers or str, not pickled objects (key {key!r})")
+    _fail(path, f"key {key!r} must be {bad}")
 
 
 def save(path, layers, meta=None):

@@ -203,24 +203,69 @@ def cmd_fusesoc_gen(args):
     return 0
 
 
+def check_output_file(path, option, new_folders=False):
+    """UsageError unless a file can be written at ``path``: checked before any work, so a typo
+    in an output path costs nothing and leaves nothing. Its folder must exist (or, with
+    ``new_folders``, be a path where one can be created); see ``emit.check_outputs`` for the
+    rest. Changes nothing."""
+    from .hw import emit
+    if not str(path):
+        raise UsageError(f"{option} must be a file path, not ''")
+    _as_usage(emit.check_outputs, [Path(path)], option)
+    folder = Path(os.path.abspath(path)).parent
+    if not new_folders and not folder.is_dir():
+        raise UsageError(f"{option} must be a file in an existing folder, not {str(path)!r} "
+                         f"({str(folder)!r} does not exist)")
+
+
+def write_output_file(path, text, option):
+    """Write ``text`` to ``path`` whole or not at all (mode 0644), as ``generate`` does."""
+    from .hw import emit
+    try:
+        emit.write_atomically({Path(path): text}, option)
+    except emit.OutputError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_bench(args):
+    import json
     from spartan_rtl import bench
-    bench.run(args.names, quick=args.quick, json_path=args.json)
+    for name in args.names:
+        if name not in bench.BENCHES:
+            raise UsageError(f"benchmark must be one of {', '.join(bench.BENCHES)}, "
+                             f"not {name!r}")
+    if args.json is not None:
+        check_output_file(args.json, "--json")
+    results = bench.run(args.names, quick=args.quick)
+    if args.json is not None:
+        write_output_file(args.json, json.dumps(results, indent=2) + "\n", "--json")
     return 0
 
 
 def cmd_estimate(args):
+    """Every input checked first (output path, GEMM parameters, options, the trace), then the
+    estimate, where any failure is a bug."""
     import json
     from spartan_rtl.golden import estimate, traces
     from spartan_rtl.golden.gemm import GemmTiming
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     timing = GemmTiming.of(block_values(blocks.get("gemm"), args.config, args.set))
-    opts = estimate.Options(timing, rows=args.rows, threshold=args.threshold)
-    layers = estimate.estimate_trace(traces.load(args.file), opts)
-    print(estimate.format_report(layers, opts, f"estimate: {args.file}"))
-    if args.json:
+    opts = _as_usage(estimate.Options, timing, rows=args.rows, threshold=args.threshold)
+    try:
+        trace = traces.load(args.file)
+    except traces.TraceError as e:
+        raise UsageError(str(e)) from None
+    try:
+        layers = estimate.estimate_trace(trace, opts)
+        report = estimate.format_report(layers, opts, f"estimate: {args.file}")
         doc = {"file": args.file, "layers": [layer.as_dict() for layer in layers],
                "total": estimate.totals(layers)}
-        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    except Exception as e:
+        raise Bug(f"estimating {args.file!r} failed") from e
+    print(report)
+    if args.json is not None:
+        write_output_file(args.json, json.dumps(doc, indent=2) + "\n", "--json")
     return 0
 
 
@@ -343,12 +388,6 @@ def main(argv=None):
         require_extra(args.command)
         return args.func(args)
     except UsageError as e:
-        print(one_line(f"spartan: error: {e}"), file=sys.stderr)
-        return EXIT_USAGE
-    except (ValueError, TypeError) as e:
-        # sim, waves, estimate and bench still report their usage errors this way.
-        if getattr(args, "func", None) in (cmd_generate, cmd_list, cmd_fusesoc_gen):
-            return report_bug(e, debug)
         print(one_line(f"spartan: error: {e}"), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:    # `spartan list | head`: the reader left, nothing to report

@@ -127,26 +127,29 @@ def add_parser(sub):
 
 
 def cmd_sim(args):
-    from spartan_rtl.hw import blocks
-    from spartan_rtl.cli import block_values
+    from spartan_rtl.hw import blocks, emit
+    from spartan_rtl.cli import UsageError, _as_usage, block_values
 
     from . import runner, toolchain
 
-    block = blocks.get(args.block)
+    # Every input, the output folder included, is checked before the build: a mistake costs
+    # nothing and leaves nothing.
+    block = _as_usage(blocks.get, args.block)
     values = block_values(block, args.config, args.set)
     if args.seed is not None and not 0 <= args.seed < 2 ** 32:
-        raise ValueError(f"--seed must be an integer from 0 to {2 ** 32 - 1}, not {args.seed}")
-    if args.cycles is not None and args.cycles < 1:
-        raise ValueError(f"--cycles must be a positive integer, not {args.cycles}")
+        raise UsageError(f"--seed must be an integer from 0 to {2 ** 32 - 1}, not {args.seed}")
+    if args.cycles is not None and not 1 <= args.cycles <= 2 ** 31:
+        raise UsageError(f"--cycles must be a positive integer up to {2 ** 31}, "
+                         f"not {args.cycles}")
     if args.waves == "fst" and shutil.which("vcd2fst") is None:
-        raise ValueError("--waves fst needs vcd2fst (GTKWave: apt-get install gtkwave); "
+        raise UsageError("--waves fst needs vcd2fst (GTKWave: apt-get install gtkwave); "
                          "use --waves vcd")
     if args.sim == "icarus" and not toolchain.icarus_available():
-        raise ValueError(toolchain.ICARUS_HINT)
+        raise UsageError(toolchain.ICARUS_HINT)
     out = Path(args.output or Path("waves") / block.name)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"-o must be a directory, not the file {str(out)!r}")
-    module, test, test_args = stimulus(block.name, args.test)
+    _as_usage(emit.check_outputs, [out / name for name in (
+        "dump.vcd", "dump.fst", "sim.log", f"{block.top}.json", f"{block.name}.gtkw")], "-o")
+    module, test, test_args = _as_usage(stimulus, block.name, args.test)
     if args.cycles:
         test_args["max_cycles"] = args.cycles
     seed = args.seed if args.seed is not None else random.randrange(2 ** 31)

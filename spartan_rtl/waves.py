@@ -578,8 +578,20 @@ def add_parser(sub):
 
 
 def cmd_waves(args):
-    if args.output and Path(args.output).suffix.lower() not in (".png", ".svg"):
-        raise VcdError(f"-o must name a .png or .svg file, not {args.output!r}")
+    """Every problem with the request or the file is a one-line usage error (the file's, with
+    the line where it stops being a VCD); the output path is checked before the file is read."""
+    from .cli import UsageError, check_output_file
+    try:
+        return _waves(args, check_output_file)
+    except VcdError as e:
+        raise UsageError(str(e)) from None
+
+
+def _waves(args, check_output_file):
+    if args.output is not None:
+        if Path(args.output).suffix.lower() not in (".png", ".svg"):
+            raise VcdError(f"-o must name a .png or .svg file, not {args.output!r}")
+        check_output_file(args.output, "-o", new_folders=True)
     if not 1 <= args.cell <= 40:
         raise VcdError(f"--cell must be an integer from 1 to 40, not {args.cell}")
     if args.json and not args.streams:
