@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 from spartan_rtl import bench, runner, waves
 from spartan_rtl.golden import estimate, traces
-from verif.tests.test_cli import assert_usage_error, config_cases, run_cli, snapshot
+from verif.tests.test_cli import _toml_text, assert_usage_error, config_cases, run_cli, snapshot
 from verif.tests.test_waves import small_vcd
 
 PROBE = settings(max_examples=60, derandomize=True, deadline=None,
@@ -371,6 +371,20 @@ def test_probe_random_estimate_arguments(tmp_path, words):
     good = write_npz(tmp_path / "good.npz", small_arrays())
     (tmp_path / "afile").write_text("keep\n")
     probe(tmp_path, ["estimate", str(good), *words], cwd=tmp_path)
+
+
+@PROBE
+@given(text=_toml_text)
+@pytest.mark.parametrize("command", ["estimate", "sim"])
+def test_probe_random_toml(tmp_path, command, text):
+    """Random TOML text as ``--config`` of the GEMM (estimate) and of the monitor (sim): the
+    estimate or the build, or the one-line error before either."""
+    (tmp_path / "c.toml").write_text(text)
+    if command == "estimate":
+        argv = ["estimate", str(write_npz(tmp_path / "good.npz", small_arrays())), "--rows", "8"]
+    else:
+        argv = ["sim", "monitor", "-o", str(tmp_path / "w")]
+    probe(tmp_path, [*argv, "--config", str(tmp_path / "c.toml")])
 
 
 # --- waveforms: malformed VCD text ---------------------------------------------------------
