@@ -209,9 +209,10 @@ def load(path):
     at most :data:`MAX_BYTES` in all, and no pickled object is ever loaded."""
     path = Path(path)
     try:
+        # stat before open: opening a named pipe would wait for a writer.
+        if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():
+            _fail(path, "file must be a regular file, not a device, pipe or socket")
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                _fail(path, "file must be a regular file, not a device, pipe or socket")
             magic = f.read(6)
     except FileNotFoundError:
         _fail(path, "file must exist, not missing")

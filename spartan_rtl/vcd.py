@@ -11,7 +11,9 @@ Problems with the file or the request raise :class:`VcdError` with a one-line me
 from __future__ import annotations
 
 import bisect
+import os
 import re
+import stat
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -125,6 +127,9 @@ class Header:
 
 def _check_text(path):
     try:
+        # stat before open: opening a named pipe would wait for a writer.
+        if stat.S_ISFIFO(os.stat(path).st_mode) or stat.S_ISSOCK(os.stat(path).st_mode):
+            raise VcdError(f"waveform must be a VCD file, not {str(path)!r} (a pipe or socket)")
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError as e:

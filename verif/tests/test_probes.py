@@ -9,6 +9,7 @@ work with a bad path fails."""
 
 import io
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -207,6 +208,8 @@ def trace_cases(tmp):
     cases.append((tmp, "must be a readable .npz archive"))
     cases.append((tmp / "missing.npz", "file must exist"))
     cases.append((Path("/dev/zero"), "must be a regular file"))
+    os.mkfifo(tmp / "fifo.npz")    # opening it would wait for a writer
+    cases.append((tmp / "fifo.npz", "must be a regular file"))
     return cases
 
 
@@ -230,7 +233,7 @@ def _zip_bytes(members):
 def test_bad_traces(tmp_path):
     """Every broken trace: one line naming the file and what it must be, before any estimate."""
     cases = trace_cases(tmp_path)
-    assert len(cases) == 51
+    assert len(cases) == 52
     for path, fragment in cases:
         calls = expect_error(tmp_path, ["estimate", str(path)], fragment)
         assert calls == [], path
@@ -494,10 +497,13 @@ def test_bad_waves_outputs_checked_before_reading(tmp_path, monkeypatch, out, fr
     (b"", "must be a VCD file"),
     (b"\x00" * 64, "must be a VCD file"),
     (b"not a waveform\n", "must be a VCD file"),
+    ("fifo", "(a pipe or socket)"),
 ])
 def test_not_vcd_files(tmp_path, content, fragment):
     path = tmp_path / "w.vcd"
-    if content is not None:
+    if content == "fifo":
+        os.mkfifo(path)
+    elif content is not None:
         path.write_bytes(content)
     expect_error(tmp_path, ["waves", str(path), "--streams"], fragment)
     expect_error(tmp_path, ["waves", str(tmp_path), "--streams"], "must be a readable VCD file")
