@@ -10,17 +10,32 @@ A block is written as an ordinary :class:`wiring.Component` whose stream members
 docs/interfaces.md#axi4-stream-ports, and :func:`stream_fields` describes each stream's
 ``tdata``/``tuser`` bit fields for the manifest, derived from the same layouts so the two can
 never disagree.
+
+``tdata`` ports are whole bytes, as AXI4-Stream requires (docs/interfaces.md#lane-packing-and-tdata-width):
+the payload keeps the low bits exactly as the layout places them, the pad bits above it are
+driven 0 on an output and ignored on an input. The padding lives here, in the top only, so
+the components themselves (and the formal and amaranth.sim tests of them) never see it.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Elaboratable, Module, Shape
+from amaranth.hdl import Module, Shape, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["AxisTop", "stream_fields", "is_stream_member"]
+__all__ = ["AxisTop", "stream_fields", "is_stream_member", "padded_width"]
 
 _SIDEBANDS = {"data": "tdata", "last": "tlast", "user": "tuser"}
+
+
+def padded_width(bits):
+    """Width of a ``tdata`` port carrying ``bits`` payload bits: the next whole byte."""
+    return -(-bits // 8) * 8
+
+
+def _port_width(field, shape):
+    width = Shape.cast(shape).width
+    return padded_width(width) if field == "data" else width
 
 
 def is_stream_member(member):
@@ -43,7 +58,8 @@ def _is_input(member):
 
 
 class AxisTop(wiring.Component):
-    """Flat AXI4-Stream port names around ``inner``; no logic of its own."""
+    """Flat AXI4-Stream port names around ``inner``; no logic of its own but the ``tdata``
+    padding (zeros out, ignored in)."""
 
     def __init__(self, inner: wiring.Component):
         self._inner = inner
@@ -55,7 +71,7 @@ class AxisTop(wiring.Component):
                 back = Out if _is_input(member) else In
                 for field, suffix in _SIDEBANDS.items():
                     if field in layout.members:
-                        members[f"{name}_{suffix}"] = toward(Shape.cast(layout[field].shape).width)
+                        members[f"{name}_{suffix}"] = toward(_port_width(field, layout[field].shape))
                 members[f"{name}_tvalid"] = toward(1)
                 members[f"{name}_tready"] = back(1)
             elif member.is_port:
@@ -83,11 +99,13 @@ class AxisTop(wiring.Component):
             for field, suffix in _SIDEBANDS.items():
                 if field in layout.members:
                     flat = getattr(self, f"{name}_{suffix}")
-                    inside = port.payload[field]
+                    inside = Value.cast(port.payload[field])
                     if _is_input(member):
-                        m.d.comb += inside.eq(flat)
+                        m.d.comb += inside.eq(flat[:len(inside)])   # pad bits unread
                     else:
-                        m.d.comb += flat.eq(inside)
+                        # Zero-extended (as_unsigned: a signed payload must not sign-extend
+                        # into the pad bits): the pad is 0.
+                        m.d.comb += flat.eq(inside.as_unsigned())
             valid, ready = getattr(self, f"{name}_tvalid"), getattr(self, f"{name}_tready")
             if _is_input(member):
                 m.d.comb += [port.valid.eq(valid), ready.eq(port.ready)]
@@ -121,6 +139,7 @@ def stream_fields(component: wiring.Component):
         entry = {
             "dir": "in" if _is_input(member) else "out",
             "beat_bits": Shape.cast(data_shape).width,
+            "tdata_width": padded_width(Shape.cast(data_shape).width),
             "has_tlast": "last" in layout.members,
             "fields": _fields(data_shape, "data"),
         }

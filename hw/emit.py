@@ -11,6 +11,9 @@ every submodule ``<name>.<path>`` and Yosys flattens them all into the top, so a
 module and two configurations with different names never collide. :func:`to_verilog` checks
 it: a module that survived flattening would have to be the escaped ``\\<name>.<path>``
 (Amaranth's builtin Yosys has no ``rename`` to give it a plainer name), anything else is a bug.
+
+Stream ``tdata`` ports are whole bytes (:class:`AxisTop` pads them); the manifest gives each
+stream's payload width ``beat_bits`` and port width ``tdata_width``, checked against ``ports``.
 """
 
 from __future__ import annotations
@@ -104,6 +107,18 @@ def _ports(top):
     return ports
 
 
+def _check_padding(doc):
+    """Each stream's ``tdata`` port in ``ports`` is whole bytes and the next byte above the
+    payload, as its ``tdata_width`` says: the top (:class:`AxisTop`) and the manifest's
+    ``streams`` (:func:`stream_fields`) are built apart, and a disagreement is a bug."""
+    widths = {p["name"]: p["width"] for p in doc["ports"]}
+    for name, s in doc["streams"].items():
+        port = widths[f"{name}_tdata"]
+        if port % 8 or port != s["tdata_width"] or not s["beat_bits"] <= port < s["beat_bits"] + 8:
+            raise RuntimeError(f"{name}_tdata is {port} bits for a {s['beat_bits']}-bit payload "
+                               f"(tdata_width {s['tdata_width']})")
+
+
 def generator_versions():
     return {"project_version": __version__, "amaranth": metadata.version("amaranth"),
             "yosys": ".".join(map(str, _yosys().version()))}
@@ -133,6 +148,7 @@ def manifest(block, params, inner, top, *, name=None, clock_mhz=100.0, axi_names
     doc.update(info)
     doc["clock"] = clock.manifest(clock_mhz)
     doc["generator"] = generator_versions()
+    _check_padding(doc)
     return doc, extra_files
 
 

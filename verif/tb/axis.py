@@ -6,6 +6,12 @@ Timing discipline (the same in Verilator and Icarus): everything the testbench d
 just after a falling clock edge; after ``ReadOnly`` the DUT's combinational outputs have settled
 to the values the next rising edge samples, so a transfer is recorded exactly when the DUT sees
 one. No value is ever read right after a rising edge, where the two simulators differ.
+
+Padding (docs/interfaces.md#lane-packing-and-tdata-width): a ``tdata`` port is whole bytes, the
+payload its low ``beat_bits``. A source given ``bits`` drives random pad bits above the payload
+(fixed for a beat while it waits, as AXI4-Stream wants, redrawn for the next), so every test
+also shows that a block ignores them; a sink given ``bits`` fails on any pad bit that is not 0
+while ``tvalid`` is high. :class:`Bench` takes ``bits`` from the manifest.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 __all__ = ["Beat", "AxisSource", "AxisSink", "Bench", "manifest", "test_args", "read_int",
-           "check_sequence", "stream_fields", "decode"]
+           "check_sequence", "stream_fields", "decode", "pack_bytes", "unpack_bytes"]
 
 CLOCK_NS = 10
 
@@ -56,10 +62,11 @@ class AxisSource:
 
     Before each beat it idles (``tvalid`` low) with probability ``idle``; while idle it drives
     random garbage on ``tdata`` so a DUT that reads data without ``tvalid`` shows up. Once
-    ``tvalid`` is high it holds the beat until ``tready``.
+    ``tvalid`` is high it holds the beat until ``tready``. ``bits``: the payload width (default
+    all of ``tdata``); the pad bits above it are random, one draw per beat.
     """
 
-    def __init__(self, dut, name, clk, rng, *, idle=0.3, cycle=lambda: 0):
+    def __init__(self, dut, name, clk, rng, *, idle=0.3, cycle=lambda: 0, bits=None):
         self.name, self.clk, self.rng, self.idle = name, clk, rng, idle
         self._cycle = cycle
         self.tdata = getattr(dut, f"{name}_tdata")
@@ -68,6 +75,9 @@ class AxisSource:
         self.tlast = getattr(dut, f"{name}_tlast", None)
         self.tuser = getattr(dut, f"{name}_tuser", None)
         self._bits = len(self.tdata)
+        self.bits = self._bits if bits is None else bits
+        if not 0 < self.bits <= self._bits:
+            raise ValueError(f"bits of {name} must be from 1 to {self._bits}, not {self.bits}")
         self.queue = deque()
         self.sent = []
         self.sent_cycles = []  # the cycle of each transfer, as counted by ``cycle()``
@@ -84,7 +94,7 @@ class AxisSource:
         """Stop driving (the beat in flight, if any, is dropped with the queue)."""
         if self._task is not None:
             self._task.cancel()
-        self._task, self._current = None, None
+        self._task, self._current, self._word = None, None, None
         self.queue.clear()
 
     @property
@@ -92,6 +102,15 @@ class AxisSource:
         return not self.queue and self._current is None
 
     _current = None
+    _word = None   # the ``tdata`` of ``_current``: its data and the beat's pad bits
+
+    def _with_pad(self, beat):
+        if beat.data >> self.bits:
+            raise ValueError(f"{self.name}: beat data {beat.data:#x} is wider than the "
+                             f"{self.bits}-bit payload")
+        if self.bits == self._bits:   # no pad: no draw, the stimulus of unpadded ports unchanged
+            return beat.data
+        return beat.data | self.rng.getrandbits(self._bits - self.bits) << self.bits
 
     def _drive(self, beat):
         if beat is None:
@@ -103,7 +122,7 @@ class AxisSource:
                 self.tuser.value = self.rng.getrandbits(len(self.tuser))
             return
         self.tvalid.value = 1
-        self.tdata.value = beat.data
+        self.tdata.value = self._word
         if self.tlast is not None:
             self.tlast.value = beat.last
         if self.tuser is not None:
@@ -114,20 +133,23 @@ class AxisSource:
             await FallingEdge(self.clk)
             if self._current is None and self.queue and self.rng.random() >= self.idle:
                 self._current = self.queue.popleft()
+                self._word = self._with_pad(self._current)
             self._drive(self._current)
             await ReadOnly()
             if self._current is not None and self.tready.value == 1:
                 self.sent.append(self._current)
                 self.sent_cycles.append(self._cycle())
-                self._current = None
+                self._current, self._word = None, None
 
 
 class AxisSink:
     """Drives ``<name>_tready`` (low with probability ``backpressure`` each cycle), collects
     transferred beats, and checks the AXI4-Stream rule on the DUT's output: once ``tvalid`` is
-    high, it stays high with ``tdata``/``tlast``/``tuser`` unchanged until the transfer."""
+    high, it stays high with ``tdata``/``tlast``/``tuser`` unchanged until the transfer.
+    ``bits``: the payload width; every ``tdata`` bit above it must be 0 whenever ``tvalid`` is
+    high (default: no pad)."""
 
-    def __init__(self, dut, name, clk, rng, *, backpressure=0.3, cycle=lambda: 0):
+    def __init__(self, dut, name, clk, rng, *, backpressure=0.3, cycle=lambda: 0, bits=None):
         self.name, self.clk, self.rng, self.backpressure = name, clk, rng, backpressure
         self._cycle = cycle
         self.tdata = getattr(dut, f"{name}_tdata")
@@ -135,6 +157,7 @@ class AxisSink:
         self.tready = getattr(dut, f"{name}_tready")
         self.tlast = getattr(dut, f"{name}_tlast", None)
         self.tuser = getattr(dut, f"{name}_tuser", None)
+        self.bits = len(self.tdata) if bits is None else bits
         self.beats = []
         self.beat_cycles = []  # the cycle of each transfer, as counted by ``cycle()``
         self.cycles = {"transfer": 0, "stall": 0, "starved": 0, "idle": 0}
@@ -151,7 +174,11 @@ class AxisSink:
         self._task = None
 
     def _sample(self):
-        return Beat(read_int(self.tdata),
+        data = read_int(self.tdata)
+        assert not data >> self.bits, \
+            (f"{self.name}: pad bits tdata[{len(self.tdata) - 1}:{self.bits}] are "
+             f"{data >> self.bits:#x} with tvalid high, must be 0")
+        return Beat(data,
                     read_int(self.tlast) if self.tlast is not None else 0,
                     read_int(self.tuser) if self.tuser is not None else 0)
 
@@ -208,13 +235,18 @@ class Bench:
         cocotb.end_test(f"stopped after {cycles} cycles (max_cycles)")
 
     def source(self, name, **kwargs):
-        """A started :class:`AxisSource` on port ``name``, stamped with this bench's cycles."""
+        """A started :class:`AxisSource` on port ``name``, stamped with this bench's cycles,
+        with random pad bits above the manifest's payload width."""
         return AxisSource(self.dut, name, self.clk, self.rng, cycle=lambda: self.cycle,
-                          **kwargs).start()
+                          bits=self.payload_bits(name), **kwargs).start()
 
     def sink(self, name, **kwargs):
+        """A started :class:`AxisSink` on port ``name`` that checks the pad bits are 0."""
         return AxisSink(self.dut, name, self.clk, self.rng, cycle=lambda: self.cycle,
-                        **kwargs).start()
+                        bits=self.payload_bits(name), **kwargs).start()
+
+    def payload_bits(self, name):
+        return self.manifest["streams"][name]["beat_bits"]
 
     def inputs(self):
         return [p["name"] for p in self.manifest["ports"] if p["dir"] == "in" and p["name"] != "clk"]
@@ -252,3 +284,33 @@ def stream_fields(manifest_doc, stream, key="fields"):
 
 def decode(value, fields):
     return {name: (value >> lsb) & ((1 << width) - 1) for name, (lsb, width) in fields.items()}
+
+
+def pack_bytes(elements, lanes, width, tdata_width, rng=None):
+    """``elements`` as the bytes of a cocotbext-axi frame on a ``tdata_width``-bit port (byte
+    lanes of 8 bits, the bus's own): ``lanes`` elements of ``width`` bits to a beat, lane 0
+    lowest, ``tdata_width // 8`` bytes a beat, little-endian. The pad bits above the payload are
+    random with ``rng``, else 0."""
+    if len(elements) % lanes:
+        raise ValueError(f"elements must be a multiple of lanes ({lanes}), not {len(elements)}")
+    mask, payload, out = (1 << width) - 1, lanes * width, bytearray()
+    for i in range(0, len(elements), lanes):
+        word = sum((int(e) & mask) << (j * width) for j, e in enumerate(elements[i:i + lanes]))
+        if rng is not None and tdata_width > payload:
+            word |= rng.getrandbits(tdata_width - payload) << payload
+        out += word.to_bytes(tdata_width // 8, "little")
+    return bytes(out)
+
+
+def unpack_bytes(data, lanes, width, tdata_width, name):
+    """The inverse of :func:`pack_bytes` for a received frame; a pad bit that is not 0 fails,
+    naming stream ``name`` and the beat."""
+    size, mask, payload, out = tdata_width // 8, (1 << width) - 1, lanes * width, []
+    assert len(data) % size == 0, f"{name}: {len(data)} bytes, not whole {size}-byte beats"
+    for i in range(0, len(data), size):
+        word = int.from_bytes(bytes(data[i:i + size]), "little")
+        assert not word >> payload, (f"{name}: beat {i // size}: pad bits "
+                                     f"tdata[{tdata_width - 1}:{payload}] are "
+                                     f"{word >> payload:#x}, must be 0")
+        out += [(word >> (j * width)) & mask for j in range(lanes)]
+    return out

@@ -20,7 +20,7 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, Axi
 
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
-from spartan_rtl.tb.axis import CLOCK_NS, manifest, read_int, test_args
+from spartan_rtl.tb.axis import CLOCK_NS, manifest, pack_bytes, read_int, test_args, unpack_bytes
 
 COUNTERS = ("CYCLES", "BUSY_CYCLES", "STALL_CYCLES") + EVENT_COUNTERS
 
@@ -54,12 +54,11 @@ class CoreTB:
             await RisingEdge(dut.clk)
         dut.rst.value = 0
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        self.a = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_a"), dut.clk, dut.rst,
-                                 byte_size=p["width"])
-        self.b = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_b"), dut.clk, dut.rst,
-                                 byte_size=p["width"])
-        self.c = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_c"), dut.clk, dut.rst,
-                               byte_size=p["acc_width"])
+        # 8-bit byte lanes, not one per element: tdata is padded to whole bytes, which need
+        # not be whole elements; pack_bytes/unpack_bytes place the lanes and the pad bits.
+        self.a = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_a"), dut.clk, dut.rst)
+        self.b = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_b"), dut.clk, dut.rst)
+        self.c = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_c"), dut.clk, dut.rst)
         for source in (self.a, self.b):
             source.set_pause_generator(pauses(self.rng, idle))
         self.c.set_pause_generator(pauses(self.rng, backpressure))
@@ -145,8 +144,13 @@ class CoreTB:
         if b_raw is None:
             b_raw = random_elements(self.np_rng, (p["k"], p["n"]), p["width"], 0.9)
         self.model.load_b(b_raw)
-        await self.b.send(AxiStreamFrame([int(x) for x in b_raw.reshape(-1)]))
+        await self.b.send(AxiStreamFrame(self._pack("s_axis_b", b_raw.reshape(-1))))
         await self.b.wait()
+
+    def _pack(self, stream, elements):
+        """Frame bytes of ``elements`` on input ``stream``, random pad bits included."""
+        return pack_bytes(elements, self.p["lanes"], self.p["width"],
+                          self.doc["streams"][stream]["tdata_width"], self.rng)
 
     def random_tile(self, rows, density):
         p = self.p
@@ -163,10 +167,13 @@ class CoreTB:
             expected.append(c)
             decisions.append(sparse)
             elements = [int(x) for x in a_raw.reshape(-1)]
-            await self.a.send(AxiStreamFrame(elements[:len(elements) - short * self.p["lanes"]]))
+            await self.a.send(AxiStreamFrame(
+                self._pack("s_axis_a", elements[:len(elements) - short * self.p["lanes"]])))
         for index, c in enumerate(expected):
             frame = await self.c.recv()
-            got = np.array(frame.tdata, dtype=np.uint64).reshape(-1)
+            got = np.array(unpack_bytes(frame.tdata, self.p["lanes"], self.p["acc_width"],
+                                        self.doc["streams"]["m_axis_c"]["tdata_width"],
+                                        "m_axis_c"), dtype=np.uint64)
             want = c.reshape(-1)
             assert got.size == want.size, f"tile {index}: {got.size} C elements, expected {want.size}"
             bad = np.flatnonzero(got != want)

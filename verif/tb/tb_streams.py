@@ -1,6 +1,7 @@
 """Generic cocotb stimulus for any block, from its manifest alone: random beats (random data,
-``tlast`` ending packets of random length, random ``tuser``) with random idle cycles into every
-input stream, random back-pressure on every output stream; other inputs stay 0.
+``tlast`` ending packets of random length, random ``tuser``, random ``tdata`` pad bits) with
+random idle cycles into every input stream, random back-pressure on every output stream; other
+inputs stay 0. Every output's ``tdata`` pad bits are checked to be 0 (:class:`AxisSink`).
 
 ``spartan sim`` uses it for a block whose testbench has no ``random_traffic`` test. It checks
 nothing about the block's function (the block's own testbench does); it also takes a *census*:
@@ -59,7 +60,7 @@ async def random_streams(dut):
     for name, stream in doc["streams"].items():
         if stream["dir"] == "in":
             src = bench.source(name, idle=args.get("idle", 0.3))
-            bits = len(src.tdata)
+            bits = src.bits   # the payload: the source adds random pad bits itself
             user_bits = len(src.tuser) if src.tuser is not None else 0
             beats = []
             for i in range(args.get("beats", 200)):
