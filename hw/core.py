@@ -126,11 +126,6 @@ PARAMS = tuple(q for q in GEMM_PARAMS if q.name != "sparse") + (
     P.integer("max_tile_elems", 65536, 1, 2 ** 24, "largest A tile (elements) measured exactly"),
 )
 
-#: ``make synth`` besides the defaults: the quarter-size array (a larger core takes hours to
-#: place and route here).
-SYNTH_SIZES = ({"k_par": 2, "n_par": 8},)
-
-
 def _check(p):
     check_gemm_params(p)
     if p["k"] > MAX_COLS:

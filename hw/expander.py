@@ -47,7 +47,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .block import Block
-from .compactor import PARAMS, Compactor, check_cols, input_layout
+from .compactor import PARAMS, check_cols
 from .elements import beat_layout, fast_prefix_sums, lookup
 
 __all__ = ["Expander", "BLOCK", "MASK_LATENCY", "DATA_LATENCY"]
@@ -257,47 +257,4 @@ BLOCK = Block(
     check=check_cols,
     build=lambda **p: Expander(**p),
     info=_info,
-)
-
-
-class RoundTrip(wiring.Component):
-    """Test harness (never registered for ``spartan generate``): a compactor feeding an
-    expander directly, so a dense stream goes in on ``s_axis`` and comes back on ``m_axis``."""
-
-    def __init__(self, *, lanes=8, width=8, number_format="int", cols=64):
-        self.compactor = Compactor(lanes=lanes, width=width, number_format=number_format,
-                                   cols=cols)
-        self.expander = Expander(lanes=lanes, width=width, number_format=number_format,
-                                 cols=cols)
-        super().__init__({
-            "s_axis": In(stream.Signature(input_layout(lanes, width))),
-            "m_axis": Out(stream.Signature(beat_layout(lanes, width))),
-            "compactor_error": Out(1),
-            "expander_error": Out(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.compactor = c = self.compactor
-        m.submodules.expander = e = self.expander
-        wiring.connect(m, wiring.flipped(self.s_axis), c.s_axis)
-        wiring.connect(m, c.m_axis_mask, e.s_axis_mask)
-        wiring.connect(m, c.m_axis_data, e.s_axis_data)
-        wiring.connect(m, e.m_axis, wiring.flipped(self.m_axis))
-        m.d.comb += [self.compactor_error.eq(c.error), self.expander_error.eq(e.error)]
-        return m
-
-
-ROUNDTRIP_BLOCK = Block(
-    name="compactor_roundtrip",
-    top="spartan_compactor_roundtrip",
-    summary="test harness: compactor -> expander",
-    params=PARAMS,
-    check=check_cols,
-    build=lambda **p: RoundTrip(**p),
-    # A row's last input beat to its first output beat: its mask through both, or the data
-    # beat made by that input beat through both, whichever is later.
-    info=lambda rt: {"latency_cycles": max(rt.compactor.pipeline.mask_latency + MASK_LATENCY,
-                                           rt.compactor.pipeline.data_latency + DATA_LATENCY),
-                     "throughput_beats_per_cycle": 1.0},
 )

@@ -70,15 +70,6 @@ ISSUE_TO_PUSH = 3
 #: Output FIFO entries (column groups of ``n_par`` sums, or zero-row tokens).
 FIFO_DEPTH = 8
 
-#: Sizes ``make synth`` reports besides the defaults, each beside its dense-only twin (added
-#: by the flow): the replicated datapath at the same 64 multipliers (the previous default, the
-#: second design of docs/gemm.md) and the broadcast one at double width.
-SYNTH_SIZES = (
-    {"sparse": False},
-    {"k_par": 4, "n_par": 16},
-    {"n": 128, "n_par": 128},
-)
-
 PARAMS = (
     P.lanes_param(),
     P.integer("width", 8, 1, 32, "bits per A and B element"),

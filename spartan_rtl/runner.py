@@ -93,10 +93,17 @@ def _hw_dependencies(module):
 
 def _source_digest(block):
     """Hash of the generator source this block's Verilog depends on (its module, what that
-    imports within ``hw``, and the emitter): editing one block rebuilds only its users."""
-    module = block.build.__module__.rpartition(".")[2]
+    imports within ``hw``, and the emitter): editing one block rebuilds only its users. A block
+    defined outside ``hw`` (a test harness) hashes its own file and every ``hw`` module."""
+    import sys
+    package, _, module = block.build.__module__.rpartition(".")
     h = hashlib.sha256()
-    for name in sorted(_hw_dependencies(module) | _hw_dependencies("emit")):
+    if package == __package__ + ".hw":
+        names = _hw_dependencies(module) | _hw_dependencies("emit")
+    else:
+        h.update(Path(sys.modules[block.build.__module__].__file__).read_bytes())
+        names = {p.stem for p in HW_DIR.glob("*.py")}
+    for name in sorted(names):
         h.update(name.encode())
         h.update((HW_DIR / f"{name}.py").read_bytes())
     return h.hexdigest()

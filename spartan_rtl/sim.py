@@ -7,8 +7,8 @@ the simulation log::
     spartan waves waves/monitor/dump.vcd -o monitor.png
 
 The standard stimulus is the block's own testbench test (``verif/tb/tb_<block>.py``), by default
-its ``random_traffic`` test with the arguments in :data:`STIMULUS`; a block without one gets the
-generic manifest-driven stimulus of :mod:`spartan_rtl.tb.tb_streams`. The testbench's scoreboard runs as
+the test and arguments its profile names (``PROFILE.stimulus``, by default ``random_traffic``);
+a block without one gets the generic manifest-driven stimulus of :mod:`spartan_rtl.tb.tb_streams`. The testbench's scoreboard runs as
 in ``make test``: a failure still leaves the waveform. The last line printed is the verdict:
 ``PASS``, or ``FAIL <reason>`` with exit status 1.
 
@@ -26,36 +26,28 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["STIMULUS", "stimulus", "write_gtkw", "add_parser", "cmd_sim"]
-
-#: block -> (cocotb test, test arguments) of its standard stimulus: a short, readable run.
-#: A block not listed uses ``random_traffic`` of its testbench with that test's defaults, or
-#: the generic stimulus when its testbench has no such test. Add a line to choose a smaller run.
-STIMULUS = {
-    "monitor": ("random_traffic", {"tiles": 12, "max_beats": 8}),
-}
+__all__ = ["stimulus", "write_gtkw", "add_parser", "cmd_sim"]
 
 GENERIC = ("spartan_rtl.tb.tb_streams", "random_streams", {"beats": 120})
 
 
 def stimulus(block_name, test=None):
-    """``(module, test, args)`` of a block's standard stimulus (or of ``test`` in its tb)."""
-    from importlib.util import find_spec
-    spec = find_spec(f"spartan_rtl.tb.tb_{block_name}")
-    text = Path(spec.origin).read_text() if spec and spec.origin else ""
-    if test == "generic":
+    """``(module, test, args)`` of a block's standard stimulus, as its profile declares it
+    (verif/tb/profile.py), or of another cocotb ``test`` of its testbench."""
+    import importlib
+
+    from .tb import profile
+    plan = profile.of(block_name)
+    if test == "generic" or (test is None and plan.stimulus is None):
         return GENERIC
     if test is not None:
-        if f"async def {test}(" not in text:
+        found = getattr(importlib.import_module(plan.module), test, None) if plan.module else None
+        if not type(found).__module__.startswith("cocotb"):
             raise ValueError(f"--test must be a cocotb test of verif/tb/tb_{block_name}.py or "
                              f"'generic', not {test!r}")
-        return (f"spartan_rtl.tb.tb_{block_name}", test, {})
-    if block_name in STIMULUS:
-        name, args = STIMULUS[block_name]
-        return (f"spartan_rtl.tb.tb_{block_name}", name, dict(args))
-    if "async def random_traffic(" in text:
-        return (f"spartan_rtl.tb.tb_{block_name}", "random_traffic", {})
-    return GENERIC
+        return (plan.module, test, {})
+    name, args = plan.stimulus
+    return (plan.module, name, dict(args))
 
 
 def stream_members(doc):

@@ -38,8 +38,9 @@ What the figures mean on this Verilog
     configurations (the regression sweeps several; each is a separate netlist).
 
 Uncovered lines
-    Every uncovered line or branch point is listed in the report with a reason from
-    :data:`REASONS` (a pattern on the Verilog line and the configuration) or marked
+    Every uncovered line or branch point is listed in the report with a reason from the
+    block's profile (``coverage_waivers`` of verif/tb/tb_<block>.py: a pattern on the Verilog
+    line and the configuration) or marked
     *unexplained*, which is what a new test should go after.
 
 Usage: ``python -m verif.flows.coverage [-n JOBS] [--no-run]`` (``--no-run``: re-render from the
@@ -60,7 +61,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from spartan_rtl.tb.tb_gemm import route_reachable
+from spartan_rtl.tb import profile
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "coverage"
@@ -71,65 +72,6 @@ MARKDOWN_PATH = ROOT / "docs" / "coverage.md"
 HEADER = "# SystemC::Coverage-3"
 LINE_TYPES = ("line", "branch")    # what --coverage-line produces
 TARGET_LINE_PCT = 95.0
-#: A saturating counter's arm in Yosys' netlist: ``x[w] ? <all ones> : x[w-1:0]``, or the
-#: monitor's ``closing_<count>_over ? <saturated> : closing_<count>`` (its counters wrap with a
-#: sticky flag; the saturation is resolved once per tile).
-SATURATE = r"(\[\d+\] \? \d+'h[137f]f* +:|closing_\w+_over +\? )"
-
-#: Reasons for uncovered line/branch points: ``(block, pattern, when, reason)``. ``pattern`` is
-#: searched in ``"<Verilog line>  => <signals it drives>"`` (or is a predicate on that text),
-#: ``when`` is a predicate on the configuration's full parameters (or None: any). The first
-#: entry that matches explains the point; each says why no test can or should reach it.
-REASONS = (
-    ("monitor", SATURATE, lambda p: p["max_tile_elems"] > 4096,
-     "counter saturation: needs a tile of more than max_tile_elems elements (here over "
-     "4096); big_tiles sends such tiles where max_tile_elems <= 4096 and covers this arm there"),
-    ("monitor", SATURATE, lambda p: (p["lanes"], p["width"], p["max_tile_elems"]) == (4, 8, 256),
-     "the configuration of the waveform test alone (test_never_throttles_in_waveform: "
-     "random_traffic and stats_held, short tiles); the regression's configurations cover "
-     "saturation"),
-    (("expander", "compactor_roundtrip"), r"=> \S*cmd_(out|stage)\d+$",
-     lambda p: p["cols"] == p["lanes"],
-     "cols = lanes: a row is one beat and avail returns to 0 at every row end, so avail is "
-     "always 0 and nothing is staged (neither pos < avail nor j + need < avail holds)"),
-    (("expander", "compactor_roundtrip"), lambda text, p: _last_stage_slot(text, p), None,
-     "staging slot j = lanes - 1 keeps a staged element only if lanes - 1 + need < avail, "
-     "but avail <= lanes - 1"),
-    (("compactor", "compactor_roundtrip"), lambda text, p: _route_below_lane(text, p),
-     lambda p: p["cols"] == p["lanes"],
-     "cols = lanes: a row is one beat and fill is always 0, so lane i lands at window "
-     "position pos[i] <= i: this crossbar arm (lane i to a position j > i) is unreachable"),
-    ("core", r"\? 32'd4294967295 :", None,
-     "32-bit statistics counter saturating at 2**32 - 1: over 4e9 events, beyond simulation"),
-    ("core", SATURATE + r".*=> core\.monitor\.", lambda p: p["max_tile_elems"] > 4096,
-     "the embedded monitor's counter saturation: a tile of more than max_tile_elems (65536) "
-     "elements; covered in the monitor block's own configurations"),
-    (("gemm", "core"), lambda text, p: _lane_below_index(text), None,
-     "data lane l never carries a column below l (a column's rank is at most its index), so "
-     "this arm of lane l's column encoder is unreachable (Yosys cannot prove it constant)"),
-    (("gemm", "core"), lambda text, p: _route_unreachable(text, p), None,
-     "no row routes lane l to this (bank, copy): lane l holds a column x >= l, and its copy "
-     "is (valid lanes below it in bank x mod b_banks) mod copies, which no choice of the "
-     "lanes below can make this one (checked over every column, `route_reachable`)"),
-    ("gemm", r"=> \S*(a_bank\d+_copy\d+|\$signature__addr)",
-     lambda p: p["b_banks"] == 1 and not p["sparse"],
-     "dense-only, one bank: every group is full, so lane l is always valid and always reads "
-     "copy l mod copies; this select arm (another lane, or an idle copy) is unreachable"),
-    ("gemm", r"(\\core\.head \[\d+\]|\\core\.final ).*=> (core\.final|core\.o_beat|m_axis_c_tdata)",
-     lambda p: not p["sparse"] and p["n_par"] == p["lanes"],
-     "dense-only with n_par = lanes: no row takes the all-zero shortcut (head.zero is never "
-     "set) and a C word is one beat, so every beat is final"),
-    ("gemm", r"\\core\.b_sub .*=> core\.b_(row|cg|sub)$", lambda p: p["n_par"] == p["lanes"],
-     "n_par = lanes: a B word is one beat, so b_sub stays 0"),
-    (("compactor", "compactor_roundtrip"),
-     r"=> \S*(pending|pending_valid|data_fifo\.w_data|s4_data)$",
-     lambda p: p["lanes"] == 1 or p["cols"] == p["lanes"],
-     "the second beat of a row end (the pending register) needs leftover elements plus a "
-     "new beat's worth: impossible with lanes = 1 (nothing is left over) or cols = lanes "
-     "(a row is one beat)"),
-)
-
-
 # --- the coverage.dat format -----------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -313,36 +255,6 @@ def drives(source_lines, line, depth=256):
     return sorted(name.lstrip("\\") for name in found)
 
 
-def _route_unreachable(text, p):
-    """A select arm ``? \\...g_val<lane> : 0`` of ``a_bank<b>_copy<c>`` (for an address
-    line: of the data select it shares its condition with) that no row can take."""
-    m = re.search(r"\? \\\S*g_val(\d+) +: \d+'h0+;.*=> \S*a_bank(\d+)_copy(\d+)$", text)
-    if not m or not text.startswith("[cond_then]"):
-        return False
-    return not route_reachable(p, int(m[1]), int(m[2]), int(m[3]))
-
-
-def _last_stage_slot(text, p):
-    m = re.search(r"=> \S*cmd_stage(\d+)$", text)
-    return bool(m) and text.startswith("[cond_then]") and int(m[1]) == p["lanes"] - 1
-
-
-def _route_below_lane(text, p):
-    """``s2_sel<j> [k] ?``: the compactor crossbar taking lane ``max(0, j-lanes+1) + k`` to
-    window position ``j``; True when that lane is below ``j``."""
-    m = re.search(r"\\\S*s2_sel(\d+) \[(\d+)\] \?", text)
-    if not m or not text.startswith("[cond_then]"):
-        return False
-    j, k = int(m[1]), int(m[2])
-    return max(0, j - p["lanes"] + 1) + k < j
-
-
-def _lane_below_index(text):
-    """``? N'hJ : N'h0`` driving ``lane<L>_idx`` with J < L."""
-    m = re.search(r"\? \d+'h([0-9a-f]+) : \d+'h0+;.*=> \S*lane(\d+)_idx( |$)", text)
-    return bool(m) and int(m[1], 16) < int(m[2])
-
-
 def _same_select(source_lines, line):
     """For ``assign x = c ? <address> : 0`` (a read port's address select), the line that
     selects the data with the same condition ``c`` (``c ? \\...g_val<n> : 0``), or None."""
@@ -359,15 +271,14 @@ def _same_select(source_lines, line):
 def reason_for(block, text, params):
     """The reason for an uncovered line: ``text`` is ``[<points>] <Verilog line>  => <the
     signals it drives>``, ``params`` the configuration's parameters."""
-    for rblock, pattern, when, reason in REASONS:
-        if block not in ((rblock,) if isinstance(rblock, str) else rblock):
-            continue
+    for waiver in profile.of(block).coverage_waivers:
+        pattern, when = waiver.pattern, waiver.when
         hit = pattern(text, params) if callable(pattern) else re.search(pattern, text)
         if not hit:
             continue
         try:
             if when is None or when(params):
-                return reason
+                return waiver.reason
         except (KeyError, TypeError):  # a configuration without that parameter
             continue
     return None

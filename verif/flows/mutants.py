@@ -19,7 +19,7 @@ Sites are drawn deterministically from ``--seed``: the kinds take turns, each ki
 seeded random order (so they spread over the whole file); a mutant whose text equals the
 original or an earlier mutant is skipped. Every mutant is compiled by Verilator in its own build
 directory (one that Verilator rejects is *invalid*, not killed) and runs the block's cocotb
-tests on the default configuration (:data:`SUBSETS`). It is *killed* when a test fails or
+tests on the default configuration (its profile's ``mutant_tests``, verif/tb/profile.py). It is *killed* when a test fails or
 when the run exceeds 3x the clean design's time, and at least 60 s more (a hang; the machine is
 shared). The clean design runs first through the same subset and must pass, otherwise the
 campaign stops. A run of some blocks keeps the other blocks' results in build/mutants/.
@@ -48,27 +48,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from spartan_rtl.tb import profile
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "mutants"
 DOC = ROOT / "docs" / "mutants.md"
 
 KINDS = ("operator", "handshake", "stuck", "enable", "constant")
-
-#: Mutants per block by default. The core is the other blocks joined (and builds slowest):
-#: none by default, ``python -m verif.flows.mutants core --max 6`` for a few.
-COUNTS = {"monitor": 24, "compactor": 24, "expander": 24, "gemm": 20, "core": 0}
-
-#: The regression subset each mutant runs: the block's cocotb tests on its default
-#: configuration in Verilator (test module, test cases (None: all), arguments).
-SUBSETS = {
-    "monitor": ("spartan_rtl.tb.tb_monitor", None, {"tiles": 40, "max_beats": 16, "overflow": True}),
-    "compactor": ("spartan_rtl.tb.tb_compactor", None, {"tiles": 30}),
-    "expander": ("spartan_rtl.tb.tb_expander", None, {"tiles": 30}),
-    "gemm": ("spartan_rtl.tb.tb_gemm", ["random_traffic", "edge_tiles", "alternating_rows",
-                               "reset_mid_tile", "timing"],
-             {"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70}),
-    "core": ("spartan_rtl.tb.tb_core", None, {"tiles": 8, "rows": 3}),
-}
 
 #: Make variables of verilated.mk for an unoptimised build.
 O0 = "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
@@ -335,7 +321,8 @@ def _worker(block_name, directory, seed):
     os.environ.pop("SPARTAN_COVERAGE", None)
     directory = Path(directory)
     result = {"built": False, "passed": False, "error": ""}
-    tb, testcase, args = SUBSETS[block_name]
+    plan = profile.of(block_name)
+    tb, (testcase, args) = plan.module, plan.mutant_tests
     t0 = time.monotonic()
     try:
         built = runner.build(block_name, None, sim="verilator", verilog=directory / "top.v",
@@ -425,7 +412,7 @@ def campaign(blocks, count=None, seed=1, jobs=2, log=print):
     for block in blocks:
         start = time.monotonic()
         text = rtl(block)
-        n = COUNTS.get(block, 10) if count is None else count
+        n = profile.of(block).mutants if count is None else count
         mutants = select(text, n, seed, block)
         bdir = OUT / block
         (bdir).mkdir(parents=True, exist_ok=True)
@@ -545,7 +532,7 @@ def report(results):
              f"Seed {results['seed']}; wall time {results.get('wall_s', 0) // 60} min "
              f"{results.get('wall_s', 0) % 60} s, the sum of the blocks' (2 mutants at a time, "
              "on a 2-core machine shared with other jobs; `make mutants` runs the blocks with "
-             "a count in `COUNTS`, the core only when named: "
+             "mutants in their profile, the core only when named: "
              "`python -m verif.flows.mutants core --max 6`)." + (f" The survivors were run again after tests were added for them "
                             f"(`--rerun-survivors`, {rerun} s)." if rerun else ""), "",
              "| block | Verilog lines | sites | mutants | invalid | killed | survived "
@@ -618,12 +605,19 @@ def report(results):
     return "\n".join(lines) + "\n"
 
 
+def default_blocks():
+    """The blocks whose profile asks for mutants by default."""
+    from spartan_rtl.hw.blocks import BLOCKS
+    return [b for b in BLOCKS if profile.of(b).mutants]
+
+
 def main(argv=None):
     from spartan_rtl.hw.blocks import BLOCKS
     p = argparse.ArgumentParser(prog="python -m verif.flows.mutants", description=__doc__.split("\n")[0])
     p.add_argument("blocks", nargs="*", metavar="BLOCK",
-                   help=f"blocks (default: {' '.join(b for b, n in COUNTS.items() if n)})")
-    p.add_argument("--max", type=int, default=None, help="mutants per block (default: COUNTS)")
+                   help=f"blocks (default: {' '.join(default_blocks())})")
+    p.add_argument("--max", type=int, default=None,
+                   help="mutants per block (default: the block's profile)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     p.add_argument("--report-only", action="store_true",
@@ -638,10 +632,10 @@ def main(argv=None):
     if a.report_only:
         DOC.write_text(report(json.loads((OUT / "results.json").read_text())))
         return
-    blocks = a.blocks or [b for b, n in COUNTS.items() if n]
+    blocks = a.blocks or default_blocks()
     for b in blocks:
-        if b not in BLOCKS or b not in SUBSETS:
-            raise SystemExit(f"block must be one of {', '.join(SUBSETS)}, not {b!r}")
+        if b not in BLOCKS:
+            raise SystemExit(f"block must be one of {', '.join(BLOCKS)}, not {b!r}")
     from spartan_rtl import toolchain
     toolchain.apply_sim_env()
     say = lambda s: print(s, flush=True)  # noqa: E731

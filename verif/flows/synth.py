@@ -53,8 +53,8 @@ Columns of the report
     distributed RAM cells ``TRELLIS_DPR16X4``. Every cell type is kept in the JSON.
 
 Sizes
-    The defaults plus, if the block's module (``hw/<block>.py``) defines
-    ``SYNTH_SIZES = ({"param": value, ...}, ...)``, those, else half and double the default
+    The defaults plus, if the block's profile (verif/tb/profile.py) declares
+    ``synth_sizes = ({"param": value, ...}, ...)``, those, else half and double the default
     ``lanes`` (each only where the parameters are valid). ``--set NAME=VALUE`` (with one block)
     synthesises that one size instead (and its dense-only twin), for a quick look.
 
@@ -75,7 +75,6 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -409,13 +408,13 @@ def pair_groups(chosen):
 
 def sizes(block, explicit=None):
     """Parameter overrides to synthesise: ``explicit`` alone, or ``{}`` (the defaults) first,
-    then the block's ``SYNTH_SIZES`` or half and double its default ``lanes``; for a block
+    then its profile's ``synth_sizes`` or half and double its default ``lanes``; for a block
     with a dense-only build, every sparse size followed by its twin."""
     if explicit is not None:
         chosen = [dict(explicit)]
     else:
-        module = importlib.import_module(block.build.__module__)
-        declared = getattr(module, "SYNTH_SIZES", None)
+        from spartan_rtl.tb import profile
+        declared = profile.of(block.name).synth_sizes
         chosen = [{}] + [dict(s) for s in declared] if declared is not None else _lanes_sizes(block)
     if has_twin(block):
         chosen = with_twins(chosen, block.resolve()["sparse"])

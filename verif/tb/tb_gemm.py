@@ -9,6 +9,8 @@ cycle model's conflict cycles, MACs and empty rows. ``timing`` runs with inputs 
 the output always ready and compares cycles with :func:`spartan_rtl.golden.gemm.simulate` exactly.
 """
 
+import re
+
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
@@ -17,6 +19,7 @@ from spartan_rtl.golden.compactor import encode_tile
 from spartan_rtl.golden.formats import from_signed, pack_beat, random_elements
 from spartan_rtl.golden.gemm import GemmTiming, gemm, row_passes, simulate
 from spartan_rtl.tb.axis import Beat, Bench, check_sequence, read_int, test_args
+from spartan_rtl.tb.profile import Profile, Waiver
 
 
 class GemmTB:
@@ -481,3 +484,56 @@ def _dense_tile(tb, a_raw):
     tb.tile_masks.append([m for m, _ in enc.masks])
     tb.src_mask.send([Beat(m, last) for m, last in enc.masks])
     tb.src_data.send([Beat(d, last) for d, last in enc.data])
+
+
+# --- the verification profile (verif/tb/profile.py) ------------------------------------------
+
+def _route_unreachable(text, p):
+    """A select arm ``? \\...g_val<lane> : 0`` of ``a_bank<b>_copy<c>`` (for an address
+    line: of the data select it shares its condition with) that no row can take."""
+    m = re.search(r"\? \\\S*g_val(\d+) +: \d+'h0+;.*=> \S*a_bank(\d+)_copy(\d+)$", text)
+    if not m or not text.startswith("[cond_then]"):
+        return False
+    return not route_reachable(p, int(m[1]), int(m[2]), int(m[3]))
+
+
+def _lane_below_index(text, p):
+    """``? N'hJ : N'h0`` driving ``lane<L>_idx`` with J < L."""
+    m = re.search(r"\? \d+'h([0-9a-f]+) : \d+'h0+;.*=> \S*lane(\d+)_idx( |$)", text)
+    return bool(m) and int(m[1], 16) < int(m[2])
+
+
+#: Also the core's (verif/tb/tb_core.py): the same GEMM inside.
+EMBEDDED_WAIVERS = (
+    Waiver(_lane_below_index, None,
+           "data lane l never carries a column below l (a column's rank is at most its index), so "
+           "this arm of lane l's column encoder is unreachable (Yosys cannot prove it constant)"),
+    Waiver(_route_unreachable, None,
+           "no row routes lane l to this (bank, copy): lane l holds a column x >= l, and its copy "
+           "is (valid lanes below it in bank x mod b_banks) mod copies, which no choice of the "
+           "lanes below can make this one (checked over every column, `route_reachable`)"),
+)
+
+PROFILE = Profile(
+    # Besides the defaults, each beside its dense-only twin (added by the flow): the replicated
+    # datapath at the same 64 multipliers (the previous default, the second design of
+    # docs/gemm.md) and the broadcast one at double width.
+    synth_sizes=({"sparse": False}, {"k_par": 4, "n_par": 16}, {"n": 128, "n_par": 128}),
+    mutants=20,
+    mutant_tests=(["random_traffic", "edge_tiles", "alternating_rows", "reset_mid_tile", "timing"],
+                  {"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70}),
+    fuzz_examples=12,
+    coverage_waivers=EMBEDDED_WAIVERS + (
+        Waiver(r"=> \S*(a_bank\d+_copy\d+|\$signature__addr)",
+               lambda p: p["b_banks"] == 1 and not p["sparse"],
+               "dense-only, one bank: every group is full, so lane l is always valid and always "
+               "reads copy l mod copies; this select arm (another lane, or an idle copy) is "
+               "unreachable"),
+        Waiver(r"(\\core\.head \[\d+\]|\\core\.final ).*=> (core\.final|core\.o_beat|m_axis_c_tdata)",
+               lambda p: not p["sparse"] and p["n_par"] == p["lanes"],
+               "dense-only with n_par = lanes: no row takes the all-zero shortcut (head.zero is "
+               "never set) and a C word is one beat, so every beat is final"),
+        Waiver(r"\\core\.b_sub .*=> core\.b_(row|cg|sub)$", lambda p: p["n_par"] == p["lanes"],
+               "n_par = lanes: a B word is one beat, so b_sub stays 0"),
+    ),
+)

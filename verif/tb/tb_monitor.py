@@ -13,6 +13,7 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from spartan_rtl.golden.formats import pack_beat, random_elements
 from spartan_rtl.golden.monitor import tile_stats
 from spartan_rtl.tb.axis import Beat, Bench, check_sequence, decode, read_int, stream_fields, test_args
+from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 
 
 class MonitorTB:
@@ -228,3 +229,23 @@ async def throughput(dut):
                      "beats_per_cycle": (len(tb.src.sent) - start) / cycles})
     with open("throughput.json", "w") as f:
         json.dump({"rows": rows}, f)
+
+
+# --- the verification profile (verif/tb/profile.py) ------------------------------------------
+
+PROFILE = Profile(
+    stimulus=("random_traffic", {"tiles": 12, "max_beats": 8}),
+    mutants=24,
+    mutant_tests=(None, {"tiles": 40, "max_beats": 16, "overflow": True}),
+    fuzz_examples=30,
+    coverage_waivers=(
+        Waiver(SATURATE, lambda p: p["max_tile_elems"] > 4096,
+               "counter saturation: needs a tile of more than max_tile_elems elements (here over "
+               "4096); big_tiles sends such tiles where max_tile_elems <= 4096 and covers this arm "
+               "there"),
+        Waiver(SATURATE, lambda p: (p["lanes"], p["width"], p["max_tile_elems"]) == (4, 8, 256),
+               "the configuration of the waveform test alone (test_never_throttles_in_waveform: "
+               "random_traffic and stats_held, short tiles); the regression's configurations "
+               "cover saturation"),
+    ),
+)

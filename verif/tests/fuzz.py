@@ -33,8 +33,8 @@ __all__ = ["PROFILE", "examples", "powers_of_two", "densities", "rates", "seeds"
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Examples per property in the fast profile; ``long`` multiplies them by LONG_FACTOR.
-FAST_EXAMPLES = {"monitor": 30, "compactor": 25, "expander": 25, "gemm": 12, "core": 6,
-                 "verilog": 6, "invalid": 300, "cli": 60}
+#: Examples of the properties that are not one block's (a block's come from its profile).
+FAST_EXAMPLES = {"verilog": 6, "invalid": 300, "cli": 60}
 LONG_FACTOR = 20
 
 # (No "explain" phase: it re-runs a failing simulation dozens of times.)
@@ -51,8 +51,12 @@ settings.load_profile(PROFILE)
 
 
 def examples(name):
-    """``max_examples`` for one property under the active profile."""
-    return FAST_EXAMPLES[name] * (LONG_FACTOR if PROFILE == "long" else 1)
+    """``max_examples`` for one property (a block's name: its profile's budget) under the
+    active hypothesis profile."""
+    from spartan_rtl.hw.blocks import BLOCKS
+    from spartan_rtl.tb import profile
+    fast = profile.of(name).fuzz_examples if name in BLOCKS else FAST_EXAMPLES[name]
+    return fast * (LONG_FACTOR if PROFILE == "long" else 1)
 
 
 # --- building blocks of strategies --------------------------------------------------------------

@@ -13,7 +13,7 @@ from spartan_rtl.golden.compactor import (compressed_bits, compression_ratio, de
 from spartan_rtl.golden.formats import pack_beat, random_elements, unpack_beat
 from spartan_rtl.hw import blocks
 from spartan_rtl.hw.compactor import BLOCK, Compactor
-from spartan_rtl.hw.expander import ROUNDTRIP_BLOCK
+from spartan_rtl.tb.tb_compactor_roundtrip import ROUNDTRIP_BLOCK
 from spartan_rtl import runner
 from verif.tests.amsim import get_stream, put_stream
 

@@ -116,8 +116,9 @@ def test_report_lists_uncovered_lines_with_reasons(raw, monkeypatch):
     assert ("| 0123456789ab | 9 | `assign y = q ? 1'h0 : a;` | y | cond_then | "
             "**unexplained**") in text
     assert unexplained == 1 and totals["m"].line_total == 5
-    monkeypatch.setattr(coverage, "REASONS", (("m", r"=> y$", lambda p: p["lanes"] == 4,
-                                                 "y's mux: why"),))
+    from spartan_rtl.tb.profile import Profile, Waiver
+    waived = Profile(coverage_waivers=(Waiver(r"=> y$", lambda p: p["lanes"] == 4, "y's mux: why"),))
+    monkeypatch.setattr(coverage.profile, "of", lambda block: waived if block == "m" else Profile())
     text, _, unexplained = coverage.markdown(blocks, order=["m"])
     assert unexplained == 0 and "| cond_then | R1 |" in text
     assert "- **R1** (1 line): y's mux: why" in text
@@ -160,17 +161,17 @@ def test_route_reachable_matches_every_row(p):
     """The GEMM read routes a row can take, by brute force over every row mask (the routing
     rule of hw/gemm.py, as verif/tb/tb_gemm.py's ``row_routes`` states it) against the closed form
     the coverage report's reasons rely on."""
-    from spartan_rtl.tb.tb_gemm import row_routes
+    from spartan_rtl.tb.tb_gemm import route_reachable, row_routes
     p = dict(p, sparse=True)
     seen = set()
     for mask in range(1 << p["k"]):
         seen |= row_routes(p, [j for j in range(p["k"]) if mask >> j & 1])
     copies = p["k_par"] // p["b_banks"]
     closed = {(lane, bank, copy) for lane in range(p["k_par"]) for bank in range(p["b_banks"])
-              for copy in range(copies) if coverage.route_reachable(p, lane, bank, copy)}
+              for copy in range(copies) if route_reachable(p, lane, bank, copy)}
     assert closed == seen
     dense = dict(p, sparse=False)
     assert {(lane, lane % p["b_banks"], (lane // p["b_banks"]) % copies)
             for lane in range(p["k_par"])} == \
         {(lane, bank, copy) for lane in range(p["k_par"]) for bank in range(p["b_banks"])
-         for copy in range(copies) if coverage.route_reachable(dense, lane, bank, copy)}
+         for copy in range(copies) if route_reachable(dense, lane, bank, copy)}
