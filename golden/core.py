@@ -7,6 +7,12 @@ is sparse iff ``MODE`` is force-sparse, or ``MODE`` is auto and the entry holds 
 with ``nnz*256 <= THRESHOLD*elems``; after the tile, its entry holds the tile's own
 ``nnz, elems``. Counters saturate at ``2**32 - 1``. ``CYCLES``, ``BUSY_CYCLES`` and
 ``STALL_CYCLES`` depend on timing and are checked from the ports by the testbench instead.
+
+Faults (docs/core.md, *Reset and malformed input*): a reset returns every register to its reset
+value and invalidates the table but keeps the weights; a ``B`` packet of the wrong length is
+written from ``B[0, 0]`` on, wrapping after ``B``'s last element, over the weights it does not
+replace; an ``A`` tile longer than the monitor counts exactly is measured with saturated counts
+(:func:`spartan_rtl.golden.monitor.tile_stats`) and computed in full.
 """
 
 from __future__ import annotations
@@ -47,6 +53,34 @@ class CoreModel:
 
     def forget(self):
         self.table.clear()
+
+    def reset(self):
+        """``rst``: every register at its reset value, counters zero, every table entry
+        invalid; the weights survive (the weight buffer is a memory, which reset leaves)."""
+        self.__dict__.update(CoreModel(self.params, b_raw=self.b_raw).__dict__)
+
+    def load_b_packet(self, elements):
+        """A ``B`` packet of any whole number of beats, long or short: its element ``i`` goes
+        to position ``i mod k*n`` of ``B`` in row-major order (the write pointer starts at
+        ``B[0, 0]`` and wraps after ``B``'s last element; a later write wins), and the positions
+        it does not reach keep their weights. Also what a packet cut short by a reset leaves
+        (its first beats). After power-up the weights are undefined until a packet of at least
+        ``k*n`` elements."""
+        p = self.params
+        size = p["k"] * p["n"]
+        flat = np.asarray(elements, dtype=np.uint64).reshape(-1)
+        if flat.size == 0 or flat.size % p["lanes"]:
+            raise ValueError(f"a B packet must be a whole number of beats of {p['lanes']} "
+                             f"elements, not {flat.size} elements")
+        if self.b_raw is None and flat.size < size:
+            raise ValueError(f"the first B packet must cover B ({size} elements: the weights "
+                             f"are undefined before it), not {flat.size} elements")
+        b = np.zeros(size, dtype=np.uint64) if self.b_raw is None else self.b_raw.reshape(-1)
+        b = b.copy()
+        for start in range(0, flat.size, size):
+            chunk = flat[start:start + size]
+            b[:chunk.size] = chunk
+        self.b_raw = b.reshape(p["k"], p["n"])
 
     def load_b(self, b_raw):
         b = np.asarray(b_raw, dtype=np.uint64)

@@ -21,6 +21,8 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, Axi
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.tb.axis import CLOCK_NS, manifest, pack_bytes, read_int, test_args, unpack_bytes
+from spartan_rtl.tb import tb_gemm
+from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 
 COUNTERS = ("CYCLES", "BUSY_CYCLES", "STALL_CYCLES") + EVENT_COUNTERS
 
@@ -41,7 +43,8 @@ class CoreTB:
         self.np_rng = np.random.default_rng(cocotb.RANDOM_SEED)
         self.model = CoreModel(dict(self.p))
         self.cycle = 0
-        self.events = {"a_first": [], "c_last": []}  # transfer cycles seen at the ports
+        self.events = {"a_first": [], "c_last": [], "c_beats": 0}  # seen at the ports
+        self.mid = {"a": False, "b": 0, "c": False}
         Clock(dut.clk, CLOCK_NS, unit="ns").start()
 
     async def start(self, *, idle=0.3, backpressure=0.3, bus_idle=0.3):
@@ -68,34 +71,58 @@ class CoreTB:
         for channel in (self.axil.write_if.b_channel, self.axil.read_if.r_channel):
             channel.set_pause_generator(pauses(self.rng, bus_idle))
         self.model = CoreModel(dict(p))
-        self.events = {"a_first": [], "c_last": []}
+        self.events = {"a_first": [], "c_last": [], "c_beats": 0}
         cocotb.start_soon(self._watch_ports())
 
     async def _watch_ports(self):
-        """Record the cycles of tile starts (first A beat) and ends (last C beat)."""
-        dut, first = self.dut, True
+        """Record the cycles of tile starts (first A beat) and ends (last C beat), and where
+        each stream is in its packet (``self.mid``: A and C part-way through a tile, B the
+        beats of the packet so far). A reset puts every stream back between packets."""
+        dut = self.dut
         while True:
             await FallingEdge(dut.clk)
             await ReadOnly()
             self.cycle += 1
+            if read_int(dut.rst):
+                self.mid = {"a": False, "b": 0, "c": False}
+                continue
             if read_int(dut.s_axis_a_tvalid) and read_int(dut.s_axis_a_tready):
-                if first:
+                if not self.mid["a"]:
                     self.events["a_first"].append(self.cycle)
-                first = bool(read_int(dut.s_axis_a_tlast))
-            if read_int(dut.m_axis_c_tvalid) and read_int(dut.m_axis_c_tready) \
-                    and read_int(dut.m_axis_c_tlast):
-                self.events["c_last"].append(self.cycle)
+                self.mid["a"] = not read_int(dut.s_axis_a_tlast)
+            if read_int(dut.s_axis_b_tvalid) and read_int(dut.s_axis_b_tready):
+                self.mid["b"] = 0 if read_int(dut.s_axis_b_tlast) else self.mid["b"] + 1
+            if read_int(dut.m_axis_c_tvalid) and read_int(dut.m_axis_c_tready):
+                self.mid["c"] = not read_int(dut.m_axis_c_tlast)
+                self.events["c_beats"] += 1
+                if not self.mid["c"]:
+                    self.events["c_last"].append(self.cycle)
 
-    async def reset(self):
-        """Reset the running DUT (the cocotbext-axi drivers watch ``rst`` and drop what they
-        hold); the model starts over too."""
-        await FallingEdge(self.dut.clk)
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await FallingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        self.model = CoreModel(dict(self.p))
-        self.events = {"a_first": [], "c_last": []}
+    async def reset(self, when=lambda: True, what="the reset point", timeout=50000):
+        """Reset the running DUT at the first falling edge at which ``when()`` holds (the port
+        records then hold every transfer up to the last rising edge, and no later one). The
+        sources drop their queues; the cocotbext-axi drivers watch ``rst`` and drop what they
+        hold, so the reset edge sees no transfer. After each reset edge every output ``valid``
+        (``C``, and the bus's ``B`` and ``R``) must be low. The model is reset too (the
+        weights survive). ``self.mid_at_reset``: where each stream was."""
+        dut = self.dut
+        for _ in range(timeout):
+            await FallingEdge(dut.clk)
+            if when():
+                break
+        else:
+            raise AssertionError(f"timed out after {timeout} cycles waiting for {what}")
+        self.mid_at_reset = dict(self.mid)
+        self.a.clear()
+        self.b.clear()
+        dut.rst.value = 1
+        for edge in range(3):
+            await FallingEdge(dut.clk)
+            for name in ("m_axis_c_tvalid", "s_axil_bvalid", "s_axil_rvalid"):
+                assert read_int(getattr(dut, name)) == 0, f"{name} high after reset edge {edge + 1}"
+        dut.rst.value = 0
+        self.model.reset()
+        self.events = {"a_first": [], "c_last": [], "c_beats": 0}
 
     def busy_cycles_from_ports(self, since, until):
         """Cycles in (since, until] in which a tile was in flight: after its first A transfer,
@@ -156,29 +183,38 @@ class CoreTB:
         p = self.p
         return random_elements(self.np_rng, (rows, p["k"]), p["width"], density)
 
-    async def run_tiles(self, tiles, short_beats=()):
-        """Send every tile, receive every C tile, compare each with the model; returns the
-        per-tile decisions the model made. ``short_beats[i]``: cut tile ``i``'s last row short
-        by that many beats (a malformed tile)."""
+    async def send_tiles(self, tiles, short_beats=()):
+        """Queue every tile on ``A``; returns the model's ``C`` and decision for each.
+        ``short_beats[i]``: cut tile ``i``'s last row short by that many beats (a malformed
+        tile)."""
         expected, decisions = [], []
         for index, a_raw in enumerate(tiles):
             short = short_beats[index] if index < len(short_beats) else 0
             c, sparse = self.model.run_tile(a_raw, short_beats=short)
             expected.append(c)
             decisions.append(sparse)
-            elements = [int(x) for x in a_raw.reshape(-1)]
+            elements = a_raw.reshape(-1)
             await self.a.send(AxiStreamFrame(
                 self._pack("s_axis_a", elements[:len(elements) - short * self.p["lanes"]])))
+        return expected, decisions
+
+    def check_c(self, index, frame, c):
+        p = self.p
+        got = np.array(unpack_bytes(frame.tdata, p["lanes"], p["acc_width"],
+                                    self.doc["streams"]["m_axis_c"]["tdata_width"], "m_axis_c"),
+                       dtype=np.uint64)
+        want = c.reshape(-1)
+        assert got.size == want.size, f"tile {index}: {got.size} C elements, expected {want.size}"
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, (f"tile {index}: C[{bad[0] // self.p['n']}, {bad[0] % self.p['n']}]"
+                               f" = {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
+
+    async def run_tiles(self, tiles, short_beats=()):
+        """Send every tile, receive every C tile, compare each with the model; returns the
+        per-tile decisions the model made. ``short_beats`` as for :meth:`send_tiles`."""
+        expected, decisions = await self.send_tiles(tiles, short_beats)
         for index, c in enumerate(expected):
-            frame = await self.c.recv()
-            got = np.array(unpack_bytes(frame.tdata, self.p["lanes"], self.p["acc_width"],
-                                        self.doc["streams"]["m_axis_c"]["tdata_width"],
-                                        "m_axis_c"), dtype=np.uint64)
-            want = c.reshape(-1)
-            assert got.size == want.size, f"tile {index}: {got.size} C elements, expected {want.size}"
-            bad = np.flatnonzero(got != want)
-            assert bad.size == 0, (f"tile {index}: C[{bad[0] // self.p['n']}, {bad[0] % self.p['n']}]"
-                                   f" = {got[bad[0]]:#x}, expected {want[bad[0]]:#x}")
+            self.check_c(index, await self.c.recv(), c)
         assert self.c.empty(), "C beats beyond the last tile"
         return decisions
 
@@ -357,6 +393,179 @@ async def malformed_tile(dut):
     assert got["A_ERRORS"] == 1
 
 
+async def expect_reset_state(tb, measured):
+    """The registers as reset leaves them (MODE 0, THRESHOLD 0x80, TABLE_BASE 0, TILE 0, every
+    counter 0 bar CYCLES), and the table entries ``measured`` before the reset invalid."""
+    assert await tb.read("CTRL") == 0
+    assert await tb.read("THRESHOLD") == 0x80
+    assert await tb.read("TABLE_BASE") == 0
+    assert await tb.read("TILE") == 0
+    await tb.check_counters()
+    for entry in measured:
+        assert await tb.read(0x1000 + 8 * entry) >> 31 == 0, f"entry {entry} valid after reset"
+
+
+@cocotb.test()
+async def reset_mid_packet(dut):
+    """A synchronous reset in the middle of a packet of each stream in turn, with tiles in
+    flight: ``A`` part-way through a tile, ``C`` part-way through a tile, ``B`` part-way
+    through a packet (B is taken between tiles). The ``C`` tiles completed before the reset
+    are right; every output ``valid`` is low after the reset edge; nothing of the interrupted
+    tiles comes out afterwards; registers, counters and the table's valid bits are as after
+    power-up. What survives is the weight buffer: the tiles after the reset are computed with
+    the weights it holds (after a cut ``B`` packet, its first beats over the old weights), and
+    after a new ``B`` exactly as after power-up, every element against the model."""
+    tb = CoreTB(dut)
+    await tb.start()
+    p = tb.p
+    rows = tb.args.get("rows", 3)
+    b_cut = tb.rng.randrange(1, p["k"] * p["n"] // p["lanes"])
+    done = 0  # C tiles of this case out
+
+    def c_out():
+        return len(tb.events["c_last"]) - done
+
+    cases = {  # each once a C tile of the case has left
+        "A": lambda: tb.mid["a"] and c_out() >= 1,
+        "C": lambda: tb.mid["c"] and c_out() >= 1,
+        "B": lambda: tb.mid["b"] >= b_cut,
+    }
+    await tb.load_b()
+    for name, condition in cases.items():
+        done = len(tb.events["c_last"])
+        # Not the reset values, so that the reset shows; TABLE_BASE 1 (entries 1 to 6).
+        await tb.set_threshold(0x40)
+        await tb.write("TABLE_BASE", 1 % p["table_depth"])
+        tb.model.table_base = 1 % p["table_depth"]
+        await tb.ctrl(mode=2, pass_start=True)
+        measured = [e for e in range(tb.model.table_base, tb.model.table_base + 6)
+                    if e < p["table_depth"]]
+        expected, _ = await tb.send_tiles([tb.random_tile(rows, 0.5) for _ in range(6)])
+        if name == "B":  # B is taken between tiles: after the first C tile, with A waiting
+            for _ in range(50000):
+                await FallingEdge(dut.clk)
+                if c_out() >= 1:
+                    break
+            else:
+                raise AssertionError("no C tile left in 50000 cycles")
+            b_raw = random_elements(tb.np_rng, (p["k"], p["n"]), p["width"], 0.9)
+            await tb.b.send(AxiStreamFrame(tb._pack("s_axis_b", b_raw.reshape(-1))))
+        await tb.reset(condition, what=f"{name} part-way through a packet")
+        index = 0
+        while not tb.c.empty():  # the C tiles completed before the reset
+            tb.check_c(index, tb.c.recv_nowait(), expected[index])
+            index += 1
+        assert index < len(expected), "every tile completed before the reset"
+        dut._log.info(f"reset with {name} part-way: {index} of {len(expected)} C tiles out "
+                      f"before it, B beats of the cut packet {tb.mid_at_reset['b']}")
+        if name == "B":  # the beats written before the reset replace the old weights
+            tb.model.load_b_packet(b_raw.reshape(-1)[:tb.mid_at_reset["b"] * p["lanes"]])
+        since = tb.cycle
+        for _ in range(100):
+            await FallingEdge(dut.clk)
+        assert tb.events["c_beats"] == 0, f"{tb.events['c_beats']} C beats after the reset"
+        await expect_reset_state(tb, measured)
+        await tb.ctrl(pass_start=True)
+        assert await tb.run_tiles([tb.random_tile(rows, 0.3) for _ in range(2)]) == [False] * 2
+        await tb.ctrl(mode=2)
+        assert await tb.run_tiles([tb.random_tile(rows, 0.3)]) == [True]
+        await tb.load_b()  # a new B and a new pass: as after power-up
+        await tb.check_counters(since, tb.cycle)
+        await tb.ctrl(mode=0, clear=True, forget=True, pass_start=True)
+        assert await tb.run_tiles([tb.random_tile(rows, 0.3) for _ in range(2)]) == [False] * 2
+        await tb.check_counters()
+
+
+@cocotb.test()
+async def b_wrong_length(dut):
+    """``B`` packets shorter and longer than ``k*n/lanes`` beats: each element is written at
+    its position counted from ``B[0, 0]`` (row-major), wrapping after ``B``'s last element,
+    the positions not reached keep their weights (golden/core.py ``load_b_packet``); the tiles
+    after each packet, dense and sparse, are computed with those weights."""
+    tb = CoreTB(dut)
+    await tb.start()
+    p = tb.p
+    rows = tb.args.get("rows", 3)
+    beats = p["k"] * p["n"] // p["lanes"]
+    per_row = p["n"] // p["lanes"]
+    await tb.load_b()
+    await tb.ctrl(clear=True, pass_start=True)
+    # Short: at least a beat, and not a whole number of rows; long: past the end by up to two
+    # rows, and twice over.
+    lengths = [tb.rng.randrange(1, per_row) if per_row > 1 else 1,
+               tb.rng.randrange(beats // 2, beats - 1) | 1,
+               beats + tb.rng.randrange(1, 2 * per_row + 1),
+               2 * beats + 1]
+    for length in lengths:
+        packet = random_elements(tb.np_rng, length * p["lanes"], p["width"], 0.9)
+        tb.model.load_b_packet(packet)
+        await tb.b.send(AxiStreamFrame(tb._pack("s_axis_b", packet)))
+        await tb.b.wait()
+        for mode in (1, 2):
+            await tb.ctrl(mode=mode)
+            await tb.run_tiles([tb.random_tile(rows, 0.5) for _ in range(2)])
+    await tb.check_counters()
+
+
+def oversize_plan(p, rows_a):
+    """Tiles for :func:`long_tile`, from the monitor's rule (docs/monitor.md): counts are
+    ``w = bit_length(max_tile_elems)`` bits, exact up to ``cap = 2**w - 1`` elements and
+    saturated at ``cap`` beyond (ZERO_BEATS too, at its own width). ``[(rows, nnz, (nnz, elems) in the table, sparse next pass at
+    THRESHOLD 0xC0 = 75 %)]``: a tile within ``max_tile_elems`` at 50 %; one of about 1.5 cap
+    elements with 7/8 cap nonzeros (58 % really, 7/8 = 87.5 % in saturated counts: dense); the
+    same all nonzero (both counts saturate: dense); one of at least 2**w elements with cap/8
+    nonzeros (sparse either way)."""
+    k, cap = p["k"], (1 << p["max_tile_elems"].bit_length()) - 1
+    long_rows, over_rows = -(-3 * (cap + 1) // (2 * k)), -(-(cap + 1) // k)
+    return [
+        (rows_a, rows_a * k // 2, (rows_a * k // 2, rows_a * k), True),
+        (long_rows, cap * 7 // 8, (cap * 7 // 8, cap), False),
+        (long_rows, long_rows * k, (cap, cap), False),
+        (over_rows, cap // 8, (cap // 8, cap), True),
+    ]
+
+
+def oversize_affordable():
+    """``long_tile`` only where tiles past the exact range are short (``max_tile_elems`` of at
+    most 1023: the second configuration of verif/tests/test_core.py); at the defaults (65536)
+    such a tile is 3000 rows."""
+    try:
+        return manifest()["params"]["max_tile_elems"] < 1024
+    except (KeyError, OSError):
+        return False
+
+
+@cocotb.test(skip=not oversize_affordable())
+async def long_tile(dut):
+    """``A`` tiles longer than ``max_tile_elems``: computed in full like any tile (``C``
+    against the model); the monitor's counts saturate, and the table and next pass's decisions
+    follow the saturated counts (checked against :func:`oversize_plan`, worked from the
+    monitor's rule, not from the model)."""
+    tb = CoreTB(dut)
+    await tb.start()
+    p = tb.p
+    rows_a = max(1, p["max_tile_elems"] // p["k"])
+    plan = oversize_plan(p, rows_a)
+    tiles = []
+    for rows, nnz, _, _ in plan:
+        tile = np.zeros(rows * p["k"], dtype=np.uint64)
+        tile[tb.np_rng.permutation(tile.size)[:nnz]] = random_elements(tb.np_rng, nnz,
+                                                                         p["width"], 1.0)
+        tiles.append(tile.reshape(rows, p["k"]))
+    await tb.load_b()
+    await tb.set_threshold(0xC0)
+    await tb.ctrl(mode=0, clear=True, forget=True, pass_start=True)
+    assert await tb.run_tiles(tiles) == [False] * len(tiles)  # no history: dense
+    await tb.check_counters()  # the hardware's decisions: TILES_* and MACS_* per pass
+    for t, (_, _, entry, _) in enumerate(plan):
+        nnz_valid, elems = await tb.read(0x1000 + 8 * t), await tb.read(0x1000 + 8 * t + 4)
+        assert (nnz_valid >> 31, nnz_valid & 0x7FFF_FFFF, elems) == (1, *entry), \
+            f"table entry {t}: {nnz_valid:#x}, {elems}, expected {entry}"
+    await tb.ctrl(pass_start=True)
+    assert await tb.run_tiles(tiles) == [sparse for *_, sparse in plan]
+    await tb.check_counters()
+
+
 @cocotb.test()
 async def no_backpressure_no_stalls(dut):
     """With C always ready and rows dense enough that computing a row takes at least as long
@@ -397,3 +606,24 @@ async def bench_layer(dut):
     with open("bench.json", "w") as f:
         json.dump({"params": tb.p, "densities": args["densities"], "rows": args["rows"],
                    "threshold": args["threshold"], "passes": passes}, f)
+
+
+# --- the verification profile (verif/tb/profile.py) ------------------------------------------
+
+PROFILE = Profile(
+    stimulus=None,    # no random_traffic test: the generic stimulus
+    # Besides the defaults: the quarter-size array (a larger core takes hours to place and
+    # route here).
+    synth_sizes=({"k_par": 2, "n_par": 8},),
+    mutants=0,        # the other blocks joined, slowest to build: only when named
+    mutant_tests=(None, {"tiles": 8, "rows": 3}),
+    fuzz_examples=6,
+    coverage_waivers=tb_gemm.EMBEDDED_WAIVERS + (
+        Waiver(r"\? 32'd4294967295 :", None,
+               "32-bit statistics counter saturating at 2**32 - 1: over 4e9 events, beyond "
+               "simulation"),
+        Waiver(SATURATE + r".*=> core\.monitor\.", lambda p: p["max_tile_elems"] > 4096,
+               "the embedded monitor's counter saturation: a tile of more than max_tile_elems "
+               "(65536) elements; covered in the monitor block's own configurations"),
+    ),
+)
