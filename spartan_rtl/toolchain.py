@@ -12,15 +12,16 @@ ICARUS_HINT = "Icarus Verilog not found: install it with `apt-get install iveril
 
 #: Verilator warnings waived for Amaranth output, each for a reason (docs/architecture.md):
 #: Yosys' Verilog assigns narrower/wider expressions to wires of another width on purpose
-#: (Amaranth's arithmetic widens, then truncates at the assignment).
-VERILATOR_WAIVERS = ("-Wno-WIDTHTRUNC", "-Wno-WIDTHEXPAND")
+#: (Amaranth's arithmetic widens, then truncates at the assignment); ``lint_waivers.vlt``
+#: waives unused bits and packed-vector "loops" of Yosys temporaries (``_NNN_``), the second
+#: of which would stop a simulation build too.
+VERILATOR_WAIVERS = ("-Wno-WIDTHTRUNC", "-Wno-WIDTHEXPAND",
+                     str(Path(__file__).with_name("lint_waivers.vlt")))
 
 #: Extra waivers for ``--lint-only -Wall``. PROCASSINIT: Amaranth gives every register its
 #: reset value as a power-up initial value as well (FPGAs honour it; ASIC synthesis ignores
-#: it, and the synchronous reset sets the same value). ``lint_waivers.vlt`` waives unused bits
-#: of Yosys temporaries (``_NNN_``) and nothing else.
-LINT_WAIVERS = VERILATOR_WAIVERS + ("-Wno-PROCASSINIT",
-                                    str(Path(__file__).with_name("lint_waivers.vlt")))
+#: it, and the synchronous reset sets the same value).
+LINT_WAIVERS = VERILATOR_WAIVERS + ("-Wno-PROCASSINIT",)
 
 
 def verilator_bin_dir() -> Path:

@@ -25,6 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .handshake import STATES, counters, cycle_state
 from .vcd import VcdError, header, load_window, parse_time, rising_edges, values_at
 
 __all__ = ["Stream", "Window", "find_streams", "open_window", "busiest", "render_image",
@@ -32,7 +33,6 @@ __all__ = ["Stream", "Window", "find_streams", "open_window", "busiest", "render
            "stream_report", "format_report", "STATES", "add_parser"]
 
 MEMBERS = ("tdata", "tvalid", "tready", "tlast", "tuser")
-STATES = ("transfer", "stall", "starved", "idle")
 DONT_CARE = "-"  # a payload value while tvalid is low
 #: Cycles drawn when no ``--to`` is given (a picture of 10 000 cycles shows nothing).
 DEFAULT_CYCLES = 48
@@ -102,8 +102,7 @@ class Window:
         return self.edges[k] * self.unit_ns
 
     def state(self, stream, k):
-        v, r = self.values[stream.valid][k], self.values[stream.ready][k]
-        return ("transfer" if r else "stall") if v else ("starved" if r else "idle")
+        return cycle_state(self.values[stream.valid][k], self.values[stream.ready][k])
 
     def in_reset(self, k):
         return self.reset is not None and self.values[self.reset][k] != 0
@@ -247,7 +246,7 @@ def stream_report(win):
     out = {"file": str(win.path), "from_ns": win.ns(0), "to_ns": win.ns(len(win.edges) - 1),
            "cycles": len(counted), "reset_cycles": len(win.edges) - len(counted), "streams": {}}
     for s in win.streams:
-        counts = dict.fromkeys(STATES, 0)
+        counts = counters()
         packets, beats_in_packet, sizes = 0, 0, []
         for k in counted:
             st = win.state(s, k)

@@ -90,8 +90,9 @@ class SpartanSoC(SoCMini):
 
 def platform_for(manifest):
     """A generic platform whose pins are the SoC's ports: clock, reset, the Wishbone master
-    and the core's streams (named as on the core), at this configuration's widths."""
-    widths = {name: stream["beat_bits"] for name, stream in manifest["streams"].items()}
+    and the core's streams (named as on the core), at this configuration's port widths
+    (``tdata_width``: padded to whole bytes)."""
+    widths = {name: stream["tdata_width"] for name, stream in manifest["streams"].items()}
     io = [("clk", 0, Pins(1)), ("rst", 0, Pins(1)),
           *wishbone.Interface(data_width=32, adr_width=30).get_ios("wb"),
           *(stream_pins(name, width) for name, width in widths.items())]

@@ -26,6 +26,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
+from spartan_rtl.handshake import counters, cycle_state
+
 __all__ = ["Beat", "AxisSource", "AxisSink", "Bench", "manifest", "test_args", "read_int",
            "check_sequence", "stream_fields", "decode", "pack_bytes", "unpack_bytes"]
 
@@ -160,7 +162,7 @@ class AxisSink:
         self.bits = len(self.tdata) if bits is None else bits
         self.beats = []
         self.beat_cycles = []  # the cycle of each transfer, as counted by ``cycle()``
-        self.cycles = {"transfer": 0, "stall": 0, "starved": 0, "idle": 0}
+        self.cycles = counters()
         self.hold = False  # True: tready low regardless of ``backpressure``
         self._task = None
 
@@ -194,8 +196,7 @@ class AxisSink:
                 assert valid, f"{self.name}: tvalid dropped before the transfer of {pending}"
                 now = self._sample()
                 assert now == pending, f"{self.name}: beat changed while stalled: {pending} -> {now}"
-            key = ("transfer" if ready else "stall") if valid else ("starved" if ready else "idle")
-            self.cycles[key] += 1
+            self.cycles[cycle_state(valid, ready)] += 1
             if valid:
                 beat = self._sample()
                 if ready:
@@ -267,6 +268,16 @@ class Bench:
                 return
             await FallingEdge(self.clk)
         raise AssertionError(f"timed out after {timeout} cycles waiting for {what}")
+
+    async def drain(self, expected, *, timeout, quiet=10):
+        """The end of every testbench's run: wait until each sink of ``expected`` (``{sink:
+        beats}``) has received its beats (fail after ``timeout`` cycles), then ``quiet`` more
+        cycles, so a beat too many arrives before the scoreboard counts them."""
+        what = " and ".join(f"{n} {sink.name} beats" for sink, n in expected.items())
+        await self.wait_until(lambda: all(len(s.beats) >= n for s, n in expected.items()),
+                              timeout=timeout, what=what)
+        for _ in range(quiet):
+            await FallingEdge(self.clk)
 
 
 def check_sequence(name, got, expected):

@@ -204,11 +204,7 @@ class CompactorTB(ZvcTB):
     async def finish(self, timeout=None):
         masks, data, _ = self.expected()
         timeout = timeout or 30 * len(self.beats) + 1000
-        await self.bench.wait_until(
-            lambda: len(self.masks.beats) >= len(masks) and len(self.data.beats) >= len(data),
-            timeout=timeout, what=f"{len(masks)} masks and {len(data)} data beats")
-        for _ in range(10):  # nothing extra may follow
-            await FallingEdge(self.bench.clk)
+        await self.bench.drain({self.masks: len(masks), self.data: len(data)}, timeout=timeout)
         self.check()
 
     def check(self):

@@ -13,7 +13,6 @@ import numpy as np
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
-from cocotb.triggers import FallingEdge
 
 from spartan_rtl.hw.block import Block
 from spartan_rtl.hw.compactor import PARAMS, Compactor, check_cols, input_layout
@@ -103,10 +102,7 @@ class RoundTripTB(ZvcTB):
 
     async def finish(self):
         n = len(self.expected)
-        await self.bench.wait_until(lambda: len(self.out.beats) >= n, timeout=40 * n + 1000,
-                                    what=f"{n} beats back")
-        for _ in range(10):
-            await FallingEdge(self.bench.clk)
+        await self.bench.drain({self.out: n}, timeout=40 * n + 1000)
         check_sequence("m_axis", [(b.data, b.last) for b in self.out.beats], self.expected)
         assert self.compactor_errors.count == self.expected_errors, \
             f"compactor error pulsed {self.compactor_errors.count} times, " \

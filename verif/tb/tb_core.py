@@ -9,19 +9,16 @@ against what the ports show (``BUSY_CYCLES`` exactly, ``CYCLES`` within the bus 
 ``STALL_CYCLES`` zero with ``C`` always ready).
 """
 
-import random
-
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import FallingEdge, ReadOnly
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
-from spartan_rtl.tb.axis import CLOCK_NS, manifest, pack_bytes, read_int, test_args, unpack_bytes
 from spartan_rtl.tb import tb_gemm
+from spartan_rtl.tb.axis import Bench, manifest, pack_bytes, read_int, test_args, unpack_bytes
 from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 
 COUNTERS = ("CYCLES", "BUSY_CYCLES", "STALL_CYCLES") + EVENT_COUNTERS
@@ -36,26 +33,22 @@ class CoreTB:
     def __init__(self, dut):
         self.dut = dut
         self.args = test_args()
-        self.doc = manifest()
+        # The shared bench: clock, cycle count, the manifest, the seeded generator and the
+        # reset every testbench uses.
+        self.bench = Bench(dut)
+        self.doc = self.bench.manifest
         self.p = self.doc["params"]
         self.regs = {r["name"]: r for r in self.doc["registers"]}
-        self.rng = random.Random(cocotb.RANDOM_SEED)
+        self.rng = self.bench.rng
         self.np_rng = np.random.default_rng(cocotb.RANDOM_SEED)
         self.model = CoreModel(dict(self.p))
         self.cycle = 0
         self.events = {"a_first": [], "c_last": [], "c_beats": 0}  # seen at the ports
         self.mid = {"a": False, "b": 0, "c": False}
-        Clock(dut.clk, CLOCK_NS, unit="ns").start()
 
     async def start(self, *, idle=0.3, backpressure=0.3, bus_idle=0.3):
         dut, p = self.dut, self.p
-        for port in self.doc["ports"]:
-            if port["dir"] == "in" and port["name"] != "clk":
-                getattr(dut, port["name"]).value = 0
-        dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(dut.clk)
-        dut.rst.value = 0
+        await self.bench.reset()
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         # 8-bit byte lanes, not one per element: tdata is padded to whole bytes, which need
         # not be whole elements; pack_bytes/unpack_bytes place the lanes and the pad bits.

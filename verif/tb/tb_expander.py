@@ -60,10 +60,7 @@ class ExpanderTB(ZvcTB):
     async def finish(self, timeout=None):
         beats, _ = self.expected()
         timeout = timeout or 30 * len(beats) + 1000
-        await self.bench.wait_until(lambda: len(self.out.beats) >= len(beats), timeout=timeout,
-                                    what=f"{len(beats)} output beats")
-        for _ in range(10):  # nothing extra may follow
-            await FallingEdge(self.bench.clk)
+        await self.bench.drain({self.out: len(beats)}, timeout=timeout)
         self.check()
 
     def check(self):

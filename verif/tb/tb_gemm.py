@@ -137,10 +137,7 @@ class GemmTB:
         total = self.expected_beats()
         cycles = sum(len(t) * self.n // self.lanes * (1 + self.k) for t in self.tiles)
         timeout = timeout or 4 * cycles + 20 * len(self.b_packets) * self.k * self.n + 2000
-        await self.bench.wait_until(lambda: len(self.sink.beats) >= total, timeout=timeout,
-                                    what=f"{total} C beats")
-        for _ in range(20):  # nothing extra may follow
-            await FallingEdge(self.bench.clk)
+        await self.bench.drain({self.sink: total}, timeout=timeout, quiet=20)
         self.check()
 
     def _tile_starts(self):

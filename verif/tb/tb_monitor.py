@@ -93,11 +93,7 @@ class MonitorTB:
     async def finish(self, timeout=None):
         total = sum(len(t) for t in self.tiles)
         timeout = timeout or 20 * total + 1000
-        await self.bench.wait_until(
-            lambda: len(self.data.beats) == total and len(self.stats.beats) == len(self.tiles),
-            timeout=timeout, what=f"{total} beats and {len(self.tiles)} records")
-        for _ in range(10):  # nothing extra may follow
-            await FallingEdge(self.bench.clk)
+        await self.bench.drain({self.data: total, self.stats: len(self.tiles)}, timeout=timeout)
         self.check()
 
     def check(self):

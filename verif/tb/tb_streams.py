@@ -22,6 +22,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
+from spartan_rtl.handshake import counters, cycle_state
 from spartan_rtl.tb.axis import CLOCK_NS, Beat, Bench, read_int, test_args
 
 
@@ -32,7 +33,7 @@ class Watch:
         self.valid = getattr(dut, f"{name}_tvalid")
         self.ready = getattr(dut, f"{name}_tready")
         self.clk = clk
-        self.cycles = {"transfer": 0, "stall": 0, "starved": 0, "idle": 0}
+        self.cycles = counters()
         cocotb.start_soon(self._run())
 
     async def _run(self):
@@ -40,8 +41,7 @@ class Watch:
             await FallingEdge(self.clk)
             await ReadOnly()
             valid, ready = read_int(self.valid), read_int(self.ready)
-            key = ("transfer" if ready else "stall") if valid else ("starved" if ready else "idle")
-            self.cycles[key] += 1
+            self.cycles[cycle_state(valid, ready)] += 1
 
 
 def _snapshot(counters, packets):
