@@ -1,11 +1,12 @@
 """Tile sparse GEMM (docs/interfaces.md#gemm): ``C = A·B``, ``A`` in ZVC rows, ``B`` resident.
 
-Two datapaths behind one component (docs/gemm.md, "Two datapaths"): ``k_par = 1``, the default,
-is the *broadcast* datapath of :mod:`spartan_rtl.hw.gemm_broadcast` (one nonzero per pass times a whole
-``n_par``-wide row of ``B``; ``B`` stored once, no conflicts); ``k_par > 1`` is the *replicated*
-datapath below (``k_par`` nonzeros per pass, ``B`` replicated or banked). Both follow the same
-loader, issue and output rules, so :mod:`spartan_rtl.golden.gemm` models both; what follows describes the
-replicated one.
+Two datapaths behind one component (docs/gemm.md, "Two datapaths"): ``k_par = 1``, the
+default, is the *broadcast* datapath of :mod:`spartan_rtl.hw.gemm_broadcast` (one nonzero per
+pass times a whole ``n_par``-wide row of ``B``; ``B`` stored once, no conflicts); ``k_par > 1``
+is the *replicated* datapath below (``k_par`` nonzeros per pass, ``B`` replicated or banked),
+built stage by stage (weight buffer, row loader, issue, multiply, output). Both follow the same
+loader, issue and output rules, so :mod:`spartan_rtl.golden.gemm` models both; what follows
+describes the replicated one.
 
 Dataflow (row-wise, Gustavson; docs/gemm.md has the diagrams)
     Row ``i`` of ``C`` is ``sum over nonzero a[i,k] of a[i,k] * B[k, :]``. The row's nonzeros
@@ -51,6 +52,8 @@ Malformed ``A`` streams
     lanes beyond the popcount are ignored, and a data ``tlast`` in the wrong place only raises
     ``err_a_stream`` for that cycle; the mask's ``tlast`` ends a tile.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, fifo, wiring
@@ -151,7 +154,20 @@ class SparseGemm(wiring.Component):
         return self._elaborate_replicated()
 
     def _elaborate_replicated(self):
+        # The replicated datapath (k_par > 1), stage by stage; ``carry`` holds what a stage
+        # makes to the stages after it.
         m = Module()
+        carry = SimpleNamespace()
+        self._replicated_parameters(m, carry)
+        self._replicated_weight_buffer(m, carry)
+        self._replicated_row_loader(m, carry)
+        self._replicated_issue(m, carry)
+        self._replicated_multiply(m, carry)
+        self._replicated_output(m, carry)
+        return m
+
+    def _replicated_parameters(self, m, carry):
+        """Sizes and shapes every stage below reads."""
         p = self._p
         L, W, A = p["lanes"], p["width"], p["acc_width"]
         K, N, KP, NP, BB = p["k"], p["n"], p["k_par"], p["n_par"], p["b_banks"]
@@ -162,8 +178,17 @@ class SparseGemm(wiring.Component):
         rows_per_bank = -(-K // BB)
         elem = signed(W) if p["signed"] else unsigned(W)
         SPARSE = p["sparse"]
+        carry.A, carry.BB, carry.BEATS_PER_WORD = A, BB, BEATS_PER_WORD
+        carry.CG, carry.COPIES, carry.GROUPS = CG, COPIES, GROUPS
+        carry.K, carry.KP, carry.L, carry.N = K, KP, L, N
+        carry.NP, carry.SPARSE, carry.W, carry.elem = NP, SPARSE, W, elem
+        carry.p, carry.rows_per_bank = p, rows_per_bank
 
-        # ---------------------------------------------------------------- weight buffer
+    def _replicated_weight_buffer(self, m, carry):
+        """B, written row-major into ``b_banks`` banks of ``k_par / b_banks`` copies each."""
+        BB, BEATS_PER_WORD, CG = carry.BB, carry.BEATS_PER_WORD, carry.CG
+        COPIES, K, L, NP = carry.COPIES, carry.K, carry.L, carry.NP
+        W, rows_per_bank = carry.W, carry.rows_per_bank
         b = self.s_axis_b
         tiles_in_flight = Signal(range(3))
         b_loading = Signal()
@@ -191,13 +216,18 @@ class SparseGemm(wiring.Component):
                 else:
                     m.d.comb += wp.en.eq(hit)
                 read_ports.append(mem.read_port(transparent_for=()))
+        carry.b, carry.b_loading, carry.read_ports = b, b_loading, read_ports
+        carry.tiles_in_flight = tiles_in_flight
 
-        # ---------------------------------------------------------------- row loader
+    def _replicated_row_loader(self, m, carry):
+        """A rows: each mask and its data beats into one of two slots (value, column)."""
+        K, L, SPARSE, W = carry.K, carry.L, carry.SPARSE, carry.W
+        b, b_loading = carry.b, carry.b_loading
         ms, ds = self.s_axis_a_mask, self.s_axis_a_data
         idx_shape = range(max(K, 2))
         slot_full = [Signal(name=f"slot{s}_full") for s in range(2)]
-        if SPARSE:
-            slot_nnz = [Signal(range(K + 1), name=f"slot{s}_nnz") for s in range(2)]
+        slot_nnz = ([Signal(range(K + 1), name=f"slot{s}_nnz") for s in range(2)] if SPARSE
+                    else None)   # a dense row's count is K
         slot_last = [Signal(name=f"slot{s}_last") for s in range(2)]
         slot_val = [[Signal(W, name=f"slot{s}_val{e}") for e in range(K)] for s in range(2)]
         if SPARSE:
@@ -278,8 +308,23 @@ class SparseGemm(wiring.Component):
                         m.d.sync += slot_val[s][e].eq(ds.payload.data[e % L])
                         if SPARSE:
                             m.d.sync += slot_idx[s][e].eq(lane_idx[e % L])
+        carry.clear_full, carry.idx_shape = clear_full, idx_shape
+        carry.mask_accept, carry.set_full = mask_accept, set_full
+        carry.slot_full, carry.slot_idx = slot_full, slot_idx
+        carry.slot_last, carry.slot_nnz = slot_last, slot_nnz
+        carry.slot_val, carry.tile_start = slot_val, tile_start
 
-        # ---------------------------------------------------------------- issue
+    def _replicated_issue(self, m, carry):
+        """Passes: ``k_par`` entries a cycle, each routed to the bank copy that serves it."""
+        BB, CG, COPIES = carry.BB, carry.CG, carry.COPIES
+        GROUPS, K, KP, NP = carry.GROUPS, carry.K, carry.KP, carry.NP
+        SPARSE, W, clear_full = carry.SPARSE, carry.W, carry.clear_full
+        idx_shape, mask_accept = carry.idx_shape, carry.mask_accept
+        read_ports, rows_per_bank = carry.read_ports, carry.rows_per_bank
+        set_full, slot_full = carry.set_full, carry.slot_full
+        slot_idx, slot_last = carry.slot_idx, carry.slot_last
+        slot_nnz, slot_val = carry.slot_nnz, carry.slot_val
+        tile_start, tiles_in_flight = carry.tile_start, carry.tiles_in_flight
         c_slot = Signal()
         c_cg = Signal(range(max(CG, 2)))
         c_grp = Signal(range(max(GROUPS, 2)))
@@ -395,8 +440,18 @@ class SparseGemm(wiring.Component):
             self.stat_empty_row.eq(issue & zero_row),
             self.stat_macs.eq(Mux(issue, active_count * NP, 0)),
         ]
+        carry.a_routed, carry.c_grp, carry.c_sub = a_routed, c_grp, c_sub
+        carry.cur_last, carry.group_done = cur_last, group_done
+        carry.issue, carry.outstanding = issue, outstanding
+        carry.row_done, carry.zero_row = row_done, zero_row
 
-        # ---------------------------------------------------------------- multiply, reduce
+    def _replicated_multiply(self, m, carry):
+        """The ``k_par x n_par`` products, their sums and the accumulators."""
+        A, KP, NP, W = carry.A, carry.KP, carry.NP, carry.W
+        a_routed, c_grp, c_sub = carry.a_routed, carry.c_grp, carry.c_sub
+        cur_last, elem, group_done = carry.cur_last, carry.elem, carry.group_done
+        issue, p, read_ports = carry.issue, carry.p, carry.read_ports
+        row_done, zero_row = carry.row_done, carry.zero_row
         flags = data.StructLayout({"valid": 1, "first": 1, "push": 1, "zero": 1, "tlast": 1})
         f1, f2, f3 = Signal(flags), Signal(flags), Signal(flags)
         m.d.sync += [
@@ -436,8 +491,14 @@ class SparseGemm(wiring.Component):
             m.d.comb += acc_next[c].eq(Mux(f3.first, 0, acc[c]) + sums[c])
             with m.If(f3.valid):
                 m.d.sync += acc[c].eq(acc_next[c])
+        carry.acc_next, carry.f3 = acc_next, f3
 
-        # ---------------------------------------------------------------- output
+    def _replicated_output(self, m, carry):
+        """Finished column groups through the output FIFO to ``m_axis_c``."""
+        A, BEATS_PER_WORD, L = carry.A, carry.BEATS_PER_WORD, carry.L
+        N, NP, acc_next, f3 = carry.N, carry.NP, carry.acc_next, carry.f3
+        group_done, issue = carry.group_done, carry.issue
+        outstanding = carry.outstanding
         entry = data.StructLayout({"sums": data.ArrayLayout(A, NP), "zero": 1, "tlast": 1})
         m.submodules.out_fifo = out_fifo = fifo.SyncFIFO(width=entry.size, depth=FIFO_DEPTH)
         pushed = Signal(entry)
@@ -465,8 +526,6 @@ class SparseGemm(wiring.Component):
             m.d.sync += o_beat.eq(Mux(final, 0, o_beat + 1))
 
         m.d.sync += outstanding.eq(outstanding + (issue & group_done) - pop)
-        return m
-
 
 #: The statistics ports: per-cycle strobes a wrapper (the core's counters) accumulates.
 STAT_PORTS = {
