@@ -1,4 +1,5 @@
-"""Compaction engine (SPEC §4.2): dense rows -> zero-value compression (ZVC), one beat a cycle.
+"""Compaction engine: dense rows -> zero-value compression (ZVC), one beat a cycle
+(docs/interfaces.md, "compactor").
 
 A pipeline of register stages (none ever stalls: the input is throttled instead, see *Flow
 control*), each with a bounded amount of logic. Two stage plans (:func:`pipeline`): from 8

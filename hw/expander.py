@@ -1,7 +1,8 @@
-"""Expander (SPEC §4.3): zero-value compression -> dense rows, one output beat a cycle.
+"""Expander: zero-value compression -> dense rows, one output beat a cycle
+(docs/interfaces.md, "expander").
 
-The exact inverse of :mod:`spartan_rtl.hw.compactor`, in two stages with a valid/ready handshake between
-them, so that the per-beat decisions (which depend on the mask alone) are made a cycle ahead of
+The exact inverse of :mod:`spartan_rtl.hw.compactor`, in two stages with a valid/ready
+handshake between them, so that the per-beat decisions (which depend on the mask alone) are made a cycle ahead of
 the data they steer:
 
 **A: control** (from the row's mask)
@@ -20,7 +21,7 @@ the data they steer:
     For timing, a slot's ``pos`` and ``need`` (and ``pos[i] + i + 1``, ``need + lanes``) are
     decoded into registers when the slot becomes current: from the incoming mask as it is
     taken, from the register's next slot as it shifts (per group of four bits by table lookup,
-    then adders over the groups: :func:`spartan_rtl.hw.compactor.fast_prefix_sums`). A step then only
+    then adders over the groups: :func:`spartan_rtl.hw.elements.fast_prefix_sums`). A step then only
     subtracts ``avail``, compares and selects.
 **B: data** (the command register, the data beat, the staging register)
     Each output lane and staging slot is a multiplexer over its possible sources, steered by

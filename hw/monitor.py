@@ -1,4 +1,5 @@
-"""Sparsity monitor (SPEC §4.1): measures activation tiles on their write path for free.
+"""Sparsity monitor: measures activation tiles on their write path for free
+(docs/interfaces.md, "monitor").
 
 Data path
     ``s_axis`` -> ``m_axis`` is a wire: same beats, same ``tlast``, latency 0. The only gate is

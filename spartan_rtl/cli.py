@@ -84,9 +84,10 @@ def read_config(path):
     ``[params]`` table if there is one (a ``params`` that is no table is an unknown name)."""
     what = "--config must be a readable TOML file"
     try:
+        # stat before open: opening a named pipe would wait for a writer forever.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise UsageError(f"{what}, not {str(path)!r} (no regular file)")
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise UsageError(f"{what}, not {str(path)!r} (no regular file)")
             raw = f.read(CONFIG_MAX_BYTES + 1)
     except OSError as e:
         raise UsageError(f"{what}, not {str(path)!r} ({e.strerror})") from None

@@ -32,10 +32,7 @@ SELF = Path(__file__).resolve()
 #: Files that were being rewritten by others when the contract moved into docs/interfaces.md
 #: (issue #15, item 6) and so still cite ``SPEC §N``. Tighten: remove a name as soon as its
 #: file is clean (``test_spec_exceptions_are_needed`` says when).
-SPEC_EXCEPTIONS = frozenset({
-    "hw/monitor.py", "hw/compactor.py", "hw/expander.py", "docs/monitor.md",
-    "docs/compactor.md",
-})
+SPEC_EXCEPTIONS = frozenset()
 
 # "SPEC.md", "SPEC §4.5", "SPEC 4.2", "the SPEC": a citation of the old contract. Names that
 # merely contain the word (SPEC_COUNTERS) are not citations.

@@ -640,3 +640,12 @@ def test_bad_bench_arguments_fail_before_running(tmp_path, monkeypatch, argv, fr
 def test_probe_random_bench_arguments(tmp_path, words):
     (tmp_path / "afile").write_text("keep\n")
     probe(tmp_path, ["bench", *words], cwd=tmp_path)
+
+
+@pytest.mark.parametrize("command", [["generate", "monitor", "-o", "out"], ["sim", "monitor"]])
+def test_config_named_pipe_is_refused_without_waiting(tmp_path, command):
+    """A named pipe as ``--config`` is an error at once (it is not opened: that would wait for
+    a writer forever)."""
+    os.mkfifo(tmp_path / "params.toml")
+    expect_error(tmp_path, [*command, "--config", str(tmp_path / "params.toml")],
+                 "--config must be a readable TOML file", "(no regular file)")
