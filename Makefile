@@ -45,11 +45,11 @@ rtl: $(STAMP)
 	done
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) verif
+	$(BIN)/python -m pytest -n $(JOBS) verif/tests
 
 # The amaranth.sim, golden-model and CLI tests only: seconds, no simulator build.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -m "not cocotb" verif
+	$(BIN)/python -m pytest -n $(JOBS) -m "not cocotb" verif/tests
 
 # Property-based fuzzing (verif/tests/test_fuzz.py) with the long profile: random examples, many
 # more than the fast profile of `make test`; failures are kept in .hypothesis/ and replayed
