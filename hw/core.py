@@ -59,6 +59,9 @@ MODES = {"auto": 0, "dense": 1, "sparse": 2}
 #: Tiles that may be between their first ``A`` beat and their last ``C`` beat; a further tile's
 #: first beat waits (the per-tile mode travels in a FIFO of this depth).
 TILES_IN_FLIGHT = 8
+
+#: Registers between the decision's inputs (tile index, registers, table) and its verdict.
+DECISION_STAGES = 4
 COUNTER_BITS = 32
 
 COUNTERS = (
@@ -190,11 +193,12 @@ class SpartanCore(wiring.Component):
         # --- A: s_axis_a -> monitor -> compactor (with the tile's mode in tuser) -------------
         a, mon_in, mon_out = self.s_axis_a, monitor.s_axis, monitor.m_axis
         first = Signal(init=1)  # the next A beat starts a tile
-        sparse_next = Signal()  # registered decision for the tile that starts next
+        sparse_next = Signal()  # the decision for the tile that starts next (when ready)
+        decision_ready = Signal()
         a_tile = Signal(32)
         can_start = Signal()
         m.d.comb += [
-            can_start.eq(~first | modes.w_rdy),
+            can_start.eq(~first | (modes.w_rdy & decision_ready)),
             mon_in.payload.eq(a.payload),
             mon_in.valid.eq(a.valid & can_start),
             a.ready.eq(mon_in.ready & can_start),
@@ -223,15 +227,45 @@ class SpartanCore(wiring.Component):
         bus_read = table.read_port()
         write = table.write_port()
         index_w = max(depth.bit_length(), 1)
+        # The decision is a pipeline of DECISION_STAGES registers (index, table read, the
+        # THRESHOLD x elems product, the verdict), so no path runs from an A handshake through
+        # the table and a multiplier (it limited the core to 33 MHz). It works one tile ahead:
+        # while a tile streams in, it decides the tile after it (``target``), so a tile boundary
+        # does not change its input and costs no cycle. Whenever an input changes (the target
+        # moves, MODE, THRESHOLD or TABLE_BASE is written, the table is forgotten, or a record
+        # lands in the entry being read) ``settle`` restarts, and no tile starts before the
+        # verdict has passed through every stage: only tiles shorter than the pipeline wait.
+        target = Signal(32)
+        m.d.comb += target.eq(a_tile + ~first)
         lookup_index = Signal(33)
-        m.d.comb += [lookup_index.eq(table_base + a_tile_next),
-                     lookup.addr.eq(lookup_index[:index_w])]
-        has_entry = Signal()
-        m.d.comb += has_entry.eq((lookup_index < depth) & valid.bit_select(lookup.addr, 1))
-        below = Signal()
-        m.d.comb += below.eq((lookup.data.nnz << 8) <= threshold * lookup.data.elems)
+        m.d.sync += lookup_index.eq(table_base + target)
+        m.d.comb += lookup.addr.eq(lookup_index[:index_w])
+        has_entry, entry_nnz, entry_elems = Signal(), Signal(count_w), Signal(count_w)
+        m.d.sync += [has_entry.eq((lookup_index < depth) & valid.bit_select(lookup.addr, 1)),
+                     entry_nnz.eq(lookup.data.nnz), entry_elems.eq(lookup.data.elems)]
+        scaled_nnz = Signal(count_w + 8)
+        threshold_elems = Signal(count_w + 8)
+        has_entry_d = Signal()
+        m.d.sync += [scaled_nnz.eq(entry_nnz << 8), threshold_elems.eq(threshold * entry_elems),
+                     has_entry_d.eq(has_entry)]
         m.d.sync += sparse_next.eq((mode == MODES["sparse"])
-                                   | ((mode == MODES["auto"]) & has_entry & below))
+                                   | ((mode == MODES["auto"]) & has_entry_d
+                                      & (scaled_nnz <= threshold_elems)))
+
+        target_moved = Signal()     # the target changed at the last clock edge
+        m.d.sync += target_moved.eq(pass_start | (a_take & first))
+        settings = Cat(mode, threshold, table_base)
+        settings_before = Signal.like(settings)
+        m.d.sync += settings_before.eq(settings)
+        restart = Signal()
+        settle = Signal(range(DECISION_STAGES), init=DECISION_STAGES - 1)
+        m.d.comb += restart.eq(target_moved | (settings != settings_before) | forget
+                               | (write.en & (write.addr == lookup.addr)))
+        with m.If(restart):
+            m.d.sync += settle.eq(DECISION_STAGES - 1)
+        with m.Elif(settle != 0):
+            m.d.sync += settle.eq(settle - 1)
+        m.d.comb += decision_ready.eq((settle == 0) & ~restart)
 
         stats = monitor.m_axis_stats
         stats_tile = Signal(32)

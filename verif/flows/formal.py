@@ -864,7 +864,7 @@ def _checks():
               "stable output (broadcast datapath)", prove=8),
         Check("core", "core", core, 16, (axil_props(),),
               "stable outputs (C stream, AXI4-Lite B and R); one response per request", prove=8),
-        Check("core_broadcast", "core", core_broadcast, 16,
+        Check("core_broadcast", "core", core_broadcast, 22,
               (axil_props(), gemm_broadcast_invariants(2)),
               "as above, through the broadcast GEMM", prove=8),
     ]
