@@ -10,6 +10,7 @@ the modules they import on use.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 import sys
@@ -85,7 +86,10 @@ def read_config(path):
     what = "--config must be a readable TOML file"
     try:
         # stat before open: opening a named pipe would wait for a writer forever.
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
             raise UsageError(f"{what}, not {str(path)!r} (no regular file)")
         with open(path, "rb") as f:
             raw = f.read(CONFIG_MAX_BYTES + 1)

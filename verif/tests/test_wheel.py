@@ -7,6 +7,7 @@ and ``waves`` extras they run, writing into the working directory only. Packages
 PyPI through pip's cache (the project's own venv was installed from the same index).
 """
 
+import shutil
 import subprocess
 import sys
 import venv
@@ -29,8 +30,15 @@ def run(cmd, cwd, ok=True):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+    # Built from a copy of the tree: setuptools builds in the source tree's build/, and two
+    # pytest-xdist workers building there at once collide.
     out = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", out, ROOT], cwd=out)
+    source = out / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "sim_build", ".cache", "waves", "rtl_out", "*.egg-info",
+        "__pycache__", ".hypothesis", ".pytest_cache", "data"))
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", out, source],
+        cwd=out)
     (found,) = out.glob("spartan_rtl-*.whl")
     return found
 
