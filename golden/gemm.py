@@ -33,10 +33,11 @@ __all__ = ["gemm", "c_beats", "GemmTiming", "row_passes", "TileCycles", "simulat
 
 #: Cycles from a pass's issue to its column group's result entering the output FIFO
 #: (docs/gemm.md "Pipeline"): replicated = weight read, multiply, adder tree, accumulate;
-#: broadcast = row read and lane select, a copy of a beside each multiplier (the weight read,
-#: address and word registered, alongside), multiply, product registered twice, accumulate.
+#: broadcast = row read and lane select, a registered on its way to the multipliers (the
+#: weight read, address and word registered, alongside), the multipliers' input and output
+#: registers, the product registered again beside the accumulator, accumulate.
 ISSUE_TO_PUSH = 3
-BROADCAST_ISSUE_TO_PUSH = 5
+BROADCAST_ISSUE_TO_PUSH = 6
 #: Output FIFO entries (one entry = one column group of ``n_par`` results, or a zero row) of
 #: the replicated datapath (``k_par > 1``) and of the broadcast one (``k_par = 1``).
 FIFO_DEPTH = 8
@@ -105,6 +106,17 @@ class GemmTiming:
     def of(cls, params):
         return cls(**{f: params[f] for f in ("lanes", "k", "n", "k_par", "n_par", "b_banks",
                                              "sparse") if f in params})
+
+    @property
+    def data_gap(self):
+        """Cycles between a row's mask and its first data beat beyond the next one: 1 in the
+        sparse broadcast datapath (its loader sums the row's beat count in that cycle)."""
+        return 1 if self.k_par == 1 and self.sparse else 0
+
+    def load_cycles(self, mask):
+        """Cycles the loader spends on a row: its mask, then (if any) the gap and data beats."""
+        nnz = bin(self.effective(mask)).count("1")
+        return 1 + (self.data_gap + -(-nnz // self.lanes) if nnz else 0)
 
     def effective(self, mask):
         """The mask the datapath acts on: the dense-only variant treats every row as dense."""
@@ -254,7 +266,7 @@ def simulate(tiles, timing, *, start_cycle=0, max_cycles=10_000_000):
                     set_full = (ld_slot, next_row)
                     ld_slot ^= 1
                 else:
-                    ld_row, ld_beats_left = next_row, -(-nnz // t.lanes)
+                    ld_row, ld_beats_left = next_row, t.data_gap + -(-nnz // t.lanes)
                 next_row += 1
         else:
             ld_beats_left -= 1
@@ -277,7 +289,7 @@ def simulate(tiles, timing, *, start_cycle=0, max_cycles=10_000_000):
 
 def is_compute_bound(masks, timing):
     """Whether :func:`compute_bound_cycles` applies to this tile: every row has a nonzero, each
-    row's passes cover the next row's load (``passes_i >= 1 + ceil(nnz_{i+1} / lanes)``) and
+    row's passes cover the next row's load (``passes_i >= load_cycles(row i+1)``) and
     each column group's passes cover its output beats (``passes_i / (n/n_par) >= n_par/lanes``,
     plus ``issue_to_push + 1`` when the output has a single entry)."""
     t = timing
@@ -285,7 +297,7 @@ def is_compute_bound(masks, timing):
     if not all(masks):
         return False
     passes = [row_passes(m, t)[0] for m in masks]
-    loads = [1 + -(-bin(m).count("1") // t.lanes) for m in masks]
+    loads = [t.load_cycles(m) for m in masks]
     # With a single output entry a column group's last pass waits for the previous entry to
     # be pushed, drained and its credit returned: issue_to_push + beats + 1 cycles.
     per_group = t.n_par // t.lanes + (t.issue_to_push + 1 if t.fifo_depth == 1 else 0)
@@ -298,14 +310,14 @@ def compute_bound_cycles(masks, timing):
     whose rows never wait for their load or for the output (true for dense tiles and for
     tiles whose every row has enough work, docs/gemm.md):
 
-        cycles = 1 + ceil(nnz_0 / lanes) + sum_i passes_i + issue_to_push + beats_per_entry
+        cycles = load_cycles(row 0) + sum_i passes_i + issue_to_push + beats_per_entry
 
-    (mask beat of row 0, its data beats, every pass back to back, the pipeline to the FIFO,
-    and the last entry's beats; an empty row 0 loads in its mask cycle alone.)"""
+    (mask beat of row 0, the data gap and its data beats, every pass back to back, the
+    pipeline to the FIFO, and the last entry's beats; an empty row 0 loads in its mask cycle
+    alone.)"""
     t = timing
     masks = [t.effective(m) for m in masks]
-    nnz0 = bin(masks[0]).count("1")
-    load0 = 1 + -(-nnz0 // t.lanes)
+    load0 = t.load_cycles(masks[0])
     total = sum(row_passes(int(m), t)[0] for m in masks)
     last_entry = (t.n // t.lanes) if masks[-1] == 0 else (t.n_par // t.lanes)
     return load0 + total + t.issue_to_push + last_entry

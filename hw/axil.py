@@ -163,7 +163,9 @@ def axil_members(addr_width):
 class AxiLiteRegisters(wiring.Component):
     """The slave. For the logic around it, per field ``fields[(reg, field)]`` is:
     ``rw``: the stored value (driven here); ``ro``: an input to drive; ``const``: its reset
-    value (driven here); ``w1p``: a one-cycle pulse (driven here). Per window
+    value (driven here); ``w1p``: a one-cycle pulse (driven here). Per register
+    ``written[reg]`` is high in the cycle a write to it is accepted (the fields hold the new
+    value from the next cycle; driven here, a pulse whatever the strobes). Per window
     ``window_addr[name]`` (word index, driven here) and ``window_data[name]`` (32-bit input,
     the word at the address presented one cycle before)."""
 
@@ -176,6 +178,7 @@ class AxiLiteRegisters(wiring.Component):
                 init = f.reset if f.access == "rw" else 0
                 self.fields[(r.name, f.name)] = Signal(f.width, name=f"{r.name}_{f.name}",
                                                        init=init)
+        self.written = {r.name: Signal(name=f"{r.name}_written") for r in regmap.registers}
         self.window_addr = {w.name: Signal(range(max(w.words, 2)), name=f"{w.name}_addr")
                             for w in regmap.windows}
         self.window_data = {w.name: Signal(DATA_WIDTH, name=f"{w.name}_data")
@@ -218,6 +221,7 @@ class AxiLiteRegisters(wiring.Component):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1), bresp.eq(RESP_SLVERR)]
             for r in rm.registers:
                 with m.If(write_word == r.offset // 4):
+                    m.d.comb += self.written[r.name].eq(1)
                     m.d.sync += bresp.eq(RESP_OKAY)
                     for f in r.fields:
                         sig = self.fields[(r.name, f.name)]

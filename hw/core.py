@@ -14,13 +14,15 @@ Per-tile decision (the paper's policy, docs/interfaces.md#core)
     from the last pass that saw it; entry ``TABLE_BASE + t`` serves tile ``t``. Tile ``t`` is
     processed sparse iff ``MODE`` is 2 (force sparse), or ``MODE`` is 0 (auto) and its entry is
     valid and ``nnz*256 <= THRESHOLD*elems``; otherwise dense (``MODE`` 1 forces dense; 3 is
-    reserved and behaves as 1). The decision for the next tile is recomputed every cycle into a
-    register, so a change of ``MODE``/``THRESHOLD`` applies to tiles starting one cycle after
-    the write. When the monitor reports tile ``t``, its entry is overwritten. Tiles whose entry
+    reserved and behaves as 1). The decision for the next tile goes through a pipeline of
+    ``DECISION_STAGES`` registers (docs/core.md), restarted by any write to ``CTRL``,
+    ``THRESHOLD`` or ``TABLE_BASE``, so a change applies to every tile whose first beat comes
+    after the write was accepted. When the monitor reports tile ``t``, its entry is overwritten. Tiles whose entry
     would lie beyond the table are processed by the rule with no history (dense in auto mode)
     and not recorded.
 
-Counters (32 bits, saturating, zeroed by reset and ``CTRL.CLEAR``)
+Counters (32 bits, saturating, zeroed by reset and ``CTRL.CLEAR``; each event counted two cycles
+after it happens)
     ``CYCLES`` every clock; ``BUSY_CYCLES`` cycles with a tile in flight (after its first
     ``A`` beat's transfer, up to and including the cycle of its last ``C`` beat's transfer);
     ``STALL_CYCLES`` cycles a GEMM pass was ready but waited for ``m_axis_c`` (the GEMM's
@@ -33,7 +35,7 @@ Counters (32 bits, saturating, zeroed by reset and ``CTRL.CLEAR``)
     ``THRESHOLD`` (those run sparse in the next pass, in auto mode).
 """
 
-from amaranth.hdl import Cat, Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -43,10 +45,11 @@ from . import registers
 from .axil import AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members
 from .block import Block
 from .compactor import MAX_COLS, Compactor
-from .elements import beat_layout, is_nonzero, tree_sum
+from .elements import beat_layout, is_nonzero, popcount, tree_sum
 from .gemm import PARAMS as GEMM_PARAMS
 from .gemm import SparseGemm
 from .gemm import check_params as check_gemm_params
+from .gemm import sim_models
 from .monitor import SparsityMonitor, stats_layout
 
 __all__ = ["SpartanCore", "BLOCK", "ID_VALUE", "register_map", "MODES",
@@ -252,23 +255,30 @@ class SpartanCore(wiring.Component):
                                    | ((mode == MODES["auto"]) & has_entry_d
                                       & (scaled_nnz <= threshold_elems)))
 
-        target_moved = Signal()     # the target changed at the last clock edge
-        m.d.sync += target_moved.eq(pass_start | (a_take & first))
-        settings = Cat(mode, threshold, table_base)
-        settings_before = Signal.like(settings)
-        m.d.sync += settings_before.eq(settings)
-        restart = Signal()
-        settle = Signal(range(DECISION_STAGES), init=DECISION_STAGES - 1)
-        m.d.comb += restart.eq(target_moved | (settings != settings_before) | forget
-                               | (write.en & (write.addr == lookup.addr)))
-        with m.If(restart):
-            m.d.sync += settle.eq(DECISION_STAGES - 1)
-        with m.Elif(settle != 0):
-            m.d.sync += settle.eq(settle - 1)
-        m.d.comb += decision_ready.eq((settle == 0) & ~restart)
-
+        # Every restart is known in the cycle before the input changes (a register's write is
+        # seen as the bus accepts it, a tile's start as its first beat is taken), so the
+        # countdown starts at DECISION_STAGES and ``decision_ready`` is a register compare:
+        # no path runs from a register's value to ``s_axis_a_tready`` (with the change
+        # detected one cycle late instead, one ran from TABLE_BASE through the A handshake
+        # to the counters, 55 MHz on ECP5). A record for the entry being read is the one
+        # input seen only as it changes; it holds the next tile back for that cycle (records
+        # reach an entry being read only late from a previous pass, after PASS_START).
         stats = monitor.m_axis_stats
         stats_tile = Signal(32)
+        lookup_target = Signal(index_w)   # the target's low bits, read with lookup_index
+        m.d.sync += lookup_target.eq(target[:index_w])
+        record_hits = stats.valid & (stats_tile[:index_w] == lookup_target)
+        restart = Signal()
+        m.d.comb += restart.eq(regs.written["CTRL"] | regs.written["THRESHOLD"]
+                               | regs.written["TABLE_BASE"] | pass_start | (a_take & first)
+                               | record_hits)
+        settle = Signal(range(DECISION_STAGES + 1), init=DECISION_STAGES - 1)
+        with m.If(restart):
+            m.d.sync += settle.eq(DECISION_STAGES)
+        with m.Elif(settle != 0):
+            m.d.sync += settle.eq(settle - 1)
+        m.d.comb += decision_ready.eq((settle == 0) & ~record_hits)
+
         record_index = Signal(33)
         m.d.comb += [stats.ready.eq(1), record_index.eq(table_base + stats_tile)]
         record = stats.valid & (record_index < depth)
@@ -305,9 +315,12 @@ class SpartanCore(wiring.Component):
         tile_mode = modes.r_data[0]
 
         # --- counters -----------------------------------------------------------------------
+        # Every increment reaches its counter two cycles after its event, through registers:
+        # in one cycle, a row mask's popcount, its product and a saturating 32-bit
+        # add were the core's critical path on ECP5 (17.6 ns). MACS_* take the popcount in two
+        # steps (8-bit chunk counts, then their sum); CLEAR drops the increments in flight, as
+        # it drops those of its own cycle.
         mask_take = mask.valid & mask.ready
-        ones = Signal(range(K + 1))
-        m.d.comb += ones.eq(tree_sum(mask.payload.data[i] for i in range(K)))
         row_beat = Signal(range(max(K // L, 2)))
         row_any = Signal()
         beat_any = Cat(is_nonzero(a.payload.data[i], W, "int") for i in range(L)).any()
@@ -316,20 +329,34 @@ class SpartanCore(wiring.Component):
         with m.If(a_take):
             m.d.sync += [row_beat.eq(Mux(row_end, 0, row_beat + 1)),
                          row_any.eq(Mux(row_end, 0, row_any | beat_any))]
-        increments = {
+        events = {
             "CYCLES": 1,
             "BUSY_CYCLES": modes.r_rdy,
             "STALL_CYCLES": gemm.stat_stall,
             "TILES_DENSE": c_done & ~tile_mode,
             "TILES_SPARSE": c_done & tile_mode,
             "ROWS_EMPTY": row_end & ~row_any & ~beat_any,
-            "MACS_DONE": Mux(mask_take, ones * N, 0),
-            "MACS_SKIPPED": Mux(mask_take, (K - ones) * N, 0),
             "CONFLICT_CYCLES": gemm.stat_conflict,
             "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
             "TILES_BELOW": stats.valid & stats.payload.data.sparse,
             "A_ERRORS": compactor.error,
         }
+        increments = {}
+        for name, event in events.items():
+            shape = Value.cast(event).shape()
+            first, second = (Signal(shape, name=f"inc_{name.lower()}_{i}") for i in (1, 2))
+            m.d.sync += [first.eq(Mux(clear, 0, event)), second.eq(Mux(clear, 0, first))]
+            increments[name] = second
+        chunks = [mask.payload.data[j:j + 8] for j in range(0, K, 8)]
+        chunk_ones = [Signal(range(len(c) + 1), name=f"mask_ones{i}") for i, c in enumerate(chunks)]
+        m.d.sync += [ones.eq(Mux(mask_take & ~clear, popcount(chunk), 0))
+                     for ones, chunk in zip(chunk_ones, chunks)]
+        mask_taken = Signal()
+        m.d.sync += mask_taken.eq(mask_take & ~clear)
+        row_ones = tree_sum(chunk_ones)
+        for name, value in (("MACS_DONE", row_ones * N), ("MACS_SKIPPED", (K - row_ones) * N)):
+            increments[name] = Signal(range(K * N + 1), name=f"inc_{name.lower()}_2")
+            m.d.sync += increments[name].eq(Mux(mask_taken & ~clear, value, 0))
         for name, _, _ in COUNTERS:
             counter = Signal(COUNTER_BITS, name=f"count_{name.lower()}")
             total = counter + increments[name]
@@ -345,6 +372,8 @@ class SpartanCore(wiring.Component):
 
 def _info(core):
     rm = core.regmap
+    models = sim_models(core.params["multiplier"])
+    model_files = models.pop("extra_files", {})
     return {
         "latency_cycles": None,
         "throughput_beats_per_cycle": 1.0,
@@ -354,7 +383,8 @@ def _info(core):
         "tiles_in_flight": TILES_IN_FLIGHT,
         "axil": {"addr_width": rm.addr_width, "data_width": 32,
                  "resp": {"okay": 0, "slverr": 2}},
-        "extra_files": registers.render(rm, BLOCK.top),
+        **models,
+        "extra_files": {**registers.render(rm, BLOCK.top), **model_files},
     }
 
 

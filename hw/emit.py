@@ -146,6 +146,7 @@ def manifest(block, params, inner, top, *, name=None, clock_mhz=100.0, axi_names
     doc["latency_cycles"] = info.pop("latency_cycles")
     doc["throughput_beats_per_cycle"] = info.pop("throughput_beats_per_cycle")
     doc.update(info)
+    doc.setdefault("sim_models", [])   # vendor primitives' simulation models (hw/ecp5.py)
     doc["clock"] = clock.manifest(clock_mhz)
     doc["generator"] = generator_versions()
     _check_padding(doc)

@@ -59,6 +59,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.memory import Memory
 
+from . import ecp5
 from . import params as P
 from .block import Block
 from .elements import log2, mux_tree, prefix_sums, select_onehot, tree_sum
@@ -87,6 +88,9 @@ PARAMS = (
     P.power_of_two("b_banks", 1, 1, 64,
                    "weight-buffer banks (row k in bank k mod b_banks), each stored k_par/b_banks "
                    "times; 1 = fully replicated, conflict-free"),
+    P.choice("multiplier", "inferred", ("inferred", "ecp5"),
+             "inferred: a '*' for any tool; ecp5: Lattice MULT18X18D slices with their own "
+             "registers (k_par 1, width up to 18; ships a simulation model)"),
     P.flag("sparse", True, "false: a dense-only GEMM for area comparison (masks ignored, every "
                            "row k elements in k/lanes data beats, no zero skipping)"),
 )
@@ -102,6 +106,12 @@ def check_params(p):
     if p["n_par"] % lanes or p["n"] % p["n_par"]:
         raise ValueError(f"n_par must be a multiple of lanes ({lanes}) dividing n ({p['n']}), "
                          f"not {p['n_par']!r}")
+    if p["multiplier"] == "ecp5" and p["k_par"] != 1:
+        raise ValueError(f"multiplier=ecp5 needs k_par 1 (the broadcast datapath), "
+                         f"not {p['k_par']!r}")
+    if p["multiplier"] == "ecp5" and p["width"] > ecp5.MAX_WIDTH:
+        raise ValueError(f"width must be at most {ecp5.MAX_WIDTH} with multiplier=ecp5, "
+                         f"not {p['width']!r}")
     if p["b_banks"] > p["k_par"]:
         raise ValueError(f"b_banks must be a power of two from 1 to k_par ({p['k_par']}), "
                          f"not {p['b_banks']!r}")
@@ -112,7 +122,7 @@ class SparseGemm(wiring.Component):
 
     Parameters
     ----------
-    lanes, width, signed, acc_width, k, n, k_par, n_par, b_banks, sparse
+    lanes, width, signed, acc_width, k, n, k_par, n_par, b_banks, multiplier, sparse
         See ``spartan list``; checked here with the generator's messages.
 
     Members
@@ -127,9 +137,10 @@ class SparseGemm(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=1,
-                 n_par=64, b_banks=1, sparse=True):
+                 n_par=64, b_banks=1, multiplier="inferred", sparse=True):
         p = BLOCK.resolve(dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k,
-                               n=n, k_par=k_par, n_par=n_par, b_banks=b_banks, sparse=sparse))
+                               n=n, k_par=k_par, n_par=n_par, b_banks=b_banks,
+                               multiplier=multiplier, sparse=sparse))
         self._p = p
         super().__init__(gemm_members(p))
 
@@ -143,6 +154,7 @@ class SparseGemm(wiring.Component):
     n_par = property(lambda self: self._p["n_par"])
     b_banks = property(lambda self: self._p["b_banks"])
     sparse = property(lambda self: self._p["sparse"])
+    multiplier = property(lambda self: self._p["multiplier"])
     copies = property(lambda self: self._p["k_par"] // self._p["b_banks"])
 
     def elaborate(self, platform):
@@ -559,7 +571,17 @@ def _info(gemm):
         "weight_buffer": {"memories": gemm.k_par, "banks": gemm.b_banks, "copies": gemm.copies,
                           "word_bits": gemm.n_par * gemm.width, "bits": bits},
         "stats_ports": STAT_PORTS,
+        **sim_models(gemm.multiplier),
     }
+
+
+def sim_models(multiplier):
+    """The manifest's ``sim_models`` (files to simulate with, never to synthesise) and the
+    files themselves, for a GEMM (or a core) built with ``multiplier``."""
+    if multiplier != "ecp5":
+        return {"sim_models": []}
+    return {"sim_models": [ecp5.SIM_MODEL_FILE],
+            "extra_files": {ecp5.SIM_MODEL_FILE: ecp5.SIM_MODEL}}
 
 
 BLOCK = Block(

@@ -34,15 +34,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from . import ecp5
 from .elements import beat_layout, log2, mux_tree, tree_sum
 
 __all__ = ["BroadcastGemm", "ISSUE_TO_PUSH", "OUT_DEPTH", "weight_write_pointer", "gemm_members"]
 
 #: Cycles from a pass's issue to its column group's sums entering the output queue: the row
 #: memory read and lane select, ``a`` registered again on its way to the multipliers (the
-#: weight read, address and word registered, takes as long), the multiply, its product
-#: registered twice (beside the multiplier, then beside the accumulator), the accumulate.
-ISSUE_TO_PUSH = 5
+#: weight read, address and word registered, takes as long), the multipliers' input and
+#: output registers, the product registered again beside the accumulator, the accumulate.
+ISSUE_TO_PUSH = 6
 #: Output queue entries of ``n_par`` sums. One suffices at 20 % density and above (each row's
 #: passes outlast its ``n_par / lanes`` output beats plus the pipeline); a second entry would
 #: cost as many flip-flops as the accumulators themselves (docs/gemm.md, "Output queue").
@@ -56,12 +57,29 @@ def _index_bits(count):
 
 def lowest_set_bit(m, bits, width, name):
     """``(index, rest)``: the position of the lowest set bit of ``bits`` (0 when none) and
-    ``bits`` without it; one carry chain (``bits & -bits``) and an OR tree per index bit."""
+    ``bits`` without it. In two levels of 8-bit groups, the lowest set bit of each group and
+    the lowest group with one: one carry chain (``bits & -bits``) over all of ``bits`` was the
+    sparse GEMM's critical path on ECP5 (9.9 ns at k = 64)."""
+    def lowest(value, n):
+        return (value & (~value + 1))[:n]
+
+    def encode(onehot, n):
+        return Cat(*[Cat(*[onehot[j] for j in range(n) if (j >> b) & 1]).any()
+                     for b in range(max(_index_bits(n), 1))])
+
+    groups = [(lo, min(lo + 8, width)) for lo in range(0, width, 8)]
+    group_any = Signal(len(groups), name=f"{name}_groups")
+    m.d.comb += group_any.eq(Cat(*[bits[lo:hi].any() for lo, hi in groups]))
+    group_first = lowest(group_any, len(groups))
+    in_group = [lowest(bits[lo:hi], hi - lo) for lo, hi in groups]
     onehot = Signal(width, name=f"{name}_lowest")
-    m.d.comb += onehot.eq(bits & (~bits + 1))
-    index = Cat(*[Cat(*[onehot[j] for j in range(width) if (j >> b) & 1]).any()
-                  for b in range(max(_index_bits(width), 1))])
-    return index, (bits & (bits - 1))[:width]
+    m.d.comb += onehot.eq(Cat(*[in_group[g] & group_first[g].replicate(hi - lo)
+                                for g, (lo, hi) in enumerate(groups)]))
+    local = Cat(*[Cat(*[group_first[g] & encode(in_group[g], hi - lo)[b]
+                        for g, (lo, hi) in enumerate(groups) if b < _index_bits(hi - lo)]).any()
+                  for b in range(3)])
+    index = Cat(local, encode(group_first, len(groups))) if len(groups) > 1 else local
+    return index[:max(_index_bits(width), 1)], bits & ~onehot
 
 
 def weight_write_pointer(m, b, write, loading, *, k, col_groups, beats_per_word):
@@ -150,8 +168,9 @@ class WeightBuffer(wiring.Component):
 
 
 class RowLoader(wiring.Component):
-    """``A`` rows into two slots, alternately: a mask beat when the next slot is free, then the
-    row's ``ceil(popcount / lanes)`` data beats into the row memory (address ``(slot, beat)``).
+    """``A`` rows into two slots, alternately: a mask beat when the next slot is free, then
+    (sparse: after a cycle for the count) the row's ``ceil(popcount / lanes)`` data beats into
+    the row memory (address ``(slot, beat)``).
     A slot is ``full`` from the cycle after its row's last input beat until ``release``.
 
     A tile's first mask waits while ``b_pending`` (a ``B`` packet being received or offered).
@@ -184,6 +203,7 @@ class RowLoader(wiring.Component):
         ms, ds = self.s_axis_a_mask, self.s_axis_a_data
 
         ld_data = Signal()                       # receiving a row's data beats
+        ld_wait = Signal()                       # sparse: the cycle between mask and data
         ld_slot = Signal()
         ld_beat = Signal(max(beat_bits, 1))
         ld_beats_left = Signal(range(K // L + 1))
@@ -191,7 +211,7 @@ class RowLoader(wiring.Component):
         m.d.comb += [
             ms.ready.eq(~ld_data & ~self.full.bit_select(ld_slot, 1)
                         & ~(tile_start & self.b_pending)),
-            ds.ready.eq(ld_data),
+            ds.ready.eq(ld_data & ~ld_wait),
         ]
         mask_in = ms.payload.data
         mask_accept = Signal()
@@ -201,10 +221,12 @@ class RowLoader(wiring.Component):
         set_full = Signal(2)
         m.d.comb += [self.take.eq(Mux(mask_accept, 1 << ld_slot, 0)), self.mask.eq(mask_in)]
 
-        # The row's data-beat count, ceil(popcount / lanes), is needed by its first data beat,
-        # one cycle after the mask at the earliest: the popcount is split across that boundary
-        # (counts of 8-bit chunks registered with the mask, summed when the first beat comes).
-        ld_first = Signal()                      # the next data beat is the row's first
+        # Sparse: a row's data-beat count, ceil(popcount / lanes), takes two cycles: counts of
+        # 8-bit chunks registered with the mask, summed in the next cycle, in which the data
+        # stream waits (``ld_wait``; GemmTiming.data_gap in the model). Summed when the first
+        # data beat came instead, its "last beat?" decision was the GEMM's critical path on
+        # ECP5 (10.4 ns); a row now loads in 2 + ceil(nnz / lanes) cycles instead of 1 + ...,
+        # which only rows with fewer nonzeros than their passes cover ever see.
         if SPARSE:
             chunk_bits = min(8, K)
             chunks = [mask_in[j:j + chunk_bits] for j in range(0, K, chunk_bits)]
@@ -212,12 +234,10 @@ class RowLoader(wiring.Component):
                             for i, c in enumerate(chunks)]
             empty = ~mask_in.any()
             nnz = tree_sum(chunk_counts)
-            beats_of_row = (nnz + L - 1) >> log2(L)
+            with m.If(ld_wait):
+                m.d.sync += [ld_wait.eq(0), ld_beats_left.eq((nnz + L - 1) >> log2(L))]
         else:
             empty = Const(0, 1)
-            beats_of_row = K // L
-        beats_left = Signal(range(K // L + 1))
-        m.d.comb += beats_left.eq(Mux(ld_first, beats_of_row, ld_beats_left))
         with m.If(mask_accept):
             m.d.sync += tile_start.eq(ms.payload.last)
             if SPARSE:
@@ -231,15 +251,15 @@ class RowLoader(wiring.Component):
                 m.d.comb += set_full.eq(1 << ld_slot)
                 m.d.sync += ld_slot.eq(~ld_slot)
             with m.Else():
-                m.d.sync += [ld_data.eq(1), ld_beat.eq(0), ld_first.eq(1)]
+                m.d.sync += [ld_data.eq(1), ld_beat.eq(0)]
+                m.d.sync += ld_wait.eq(1) if SPARSE else ld_beats_left.eq(K // L)
 
         bad_mask = mask_accept & ~mask_in.all() if not SPARSE else 0
-        m.d.comb += self.err.eq((data_accept & (ds.payload.last != (beats_left == 1)))
-                                | bad_mask)
+        last_beat = ld_beats_left == 1
+        m.d.comb += self.err.eq((data_accept & (ds.payload.last != last_beat)) | bad_mask)
         with m.If(data_accept):
-            m.d.sync += [ld_beat.eq(ld_beat + 1), ld_beats_left.eq(beats_left - 1),
-                         ld_first.eq(0)]
-            with m.If(beats_left == 1):
+            m.d.sync += [ld_beat.eq(ld_beat + 1), ld_beats_left.eq(ld_beats_left - 1)]
+            with m.If(last_beat):
                 m.d.comb += set_full.eq(1 << ld_slot)
                 m.d.sync += [ld_slot.eq(~ld_slot), ld_data.eq(0)]
         m.d.sync += self.full.eq((self.full & ~self.release) | set_full)
@@ -371,17 +391,19 @@ class MacArray(wiring.Component):
 
     A pass issued at ``t``: its row beat is on ``a_beat`` at ``t + 1`` (the lane is selected and
     registered), registered again at ``t + 2`` (its route to every multiplier has a cycle of
-    its own), multiplied at ``t + 3``
-    with its weight word (on ``b_word`` then), the product registered at the multiplier's
-    output and again at ``t + 4``, and accumulated at ``t + 5``; a pass that completes a column
-    group sends
-    ``acc + product`` on ``o_sums`` in that cycle and clears the accumulators. Exact widths, or
-    ``acc_width`` bits when that is less: sums wrap modulo ``2**acc_width``.
+    its own); at ``t + 3`` it and its weight word (on ``b_word`` then) enter the multipliers'
+    input registers, the product is in their output registers at ``t + 4``, registered again
+    beside the accumulators at ``t + 5`` and accumulated at ``t + 6``; a pass that completes a
+    column group sends ``acc + product`` on ``o_sums`` in that cycle and clears the
+    accumulators. Exact widths, or ``acc_width`` bits when that is less: sums wrap modulo
+    ``2**acc_width``. ``multiplier``: ``"inferred"`` writes the registers and a ``*``;
+    ``"ecp5"`` instantiates ``MULT18X18D`` with its own input and output registers
+    (:mod:`spartan_rtl.hw.ecp5`); the timing is the same.
     """
 
-    def __init__(self, *, lanes, width, signed, acc_width, n_par):
+    def __init__(self, *, lanes, width, signed, acc_width, n_par, multiplier="inferred"):
         self._p = dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width,
-                       n_par=n_par)
+                       n_par=n_par, multiplier=multiplier)
         super().__init__({
             "i_pass": In(stream.Signature(pass_layout(lanes), always_ready=True)),
             "a_beat": In(lanes * width),
@@ -395,26 +417,27 @@ class MacArray(wiring.Component):
         L, W, A, NP = p["lanes"], p["width"], p["acc_width"], p["n_par"]
         flags = data.StructLayout({"valid": 1, "lane": max(log2(L), 1), "push": 1, "zero": 1,
                                    "tlast": 1})
-        f1, f2, f3, f4, f5 = (Signal(flags, name=f"f{i}") for i in range(1, 6))
+        stages = [Signal(flags, name=f"f{i}") for i in range(1, ISSUE_TO_PUSH + 1)]
+        f1, last = stages[0], stages[-1]
         m.d.sync += [
             f1.valid.eq(self.i_pass.valid),
             f1.lane.eq(self.i_pass.payload.lane),
             f1.push.eq(self.i_pass.payload.push),
             f1.zero.eq(self.i_pass.payload.zero),
             f1.tlast.eq(self.i_pass.payload.tlast),
-            f2.eq(f1),
-            f3.eq(f2),
-            f4.eq(f3),
-            f5.eq(f4),
         ]
+        m.d.sync += [after.eq(before) for before, after in zip(stages, stages[1:])]
+        # The data registers have no reset: only passes flagged valid are ever used, and a
+        # reset net would reach every one of them (and keep them out of the DSP slices).
         elem = signed(W) if p["signed"] else unsigned(W)
         lanes = [self.a_beat[i * W:(i + 1) * W] for i in range(L)]
-        a1 = Signal(elem)
+        a1 = Signal(elem, reset_less=True)
         m.d.sync += a1.eq(mux_tree(lanes, f1.lane) if L > 1 else lanes[0])
-        # The register -> multiplier -> register path is the GEMM's critical path on ECP5
-        # (docs/gemm.md, "Timing choices"): ``a`` reaches the multipliers from a register of its
-        # own, and each product is registered at the multiplier and again for the accumulator.
-        a2 = Signal(elem)
+        # Register -> multiplier -> register is the GEMM's critical path on ECP5 (docs/gemm.md,
+        # "Timing choices"): ``a`` reaches the multipliers from a register of its own, each
+        # multiplier has input and output registers, and each product is registered again
+        # beside its accumulator.
+        a2 = Signal(elem, reset_less=True)
         m.d.sync += a2.eq(a1)
 
         def exact_or_acc(bits):
@@ -422,12 +445,17 @@ class MacArray(wiring.Component):
                 return unsigned(A)
             return signed(bits) if p["signed"] else unsigned(bits)
         prod_shape = exact_or_acc(2 * W)
-        products = [Signal(prod_shape, name=f"product{c}") for c in range(NP)]
-        prods = [Signal(prod_shape, name=f"prod{c}") for c in range(NP)]
+        prods = [Signal(prod_shape, name=f"prod{c}", reset_less=True) for c in range(NP)]
         for c in range(NP):
             bval = self.b_word[c * W:(c + 1) * W]
             bval = bval.as_signed() if p["signed"] else bval
-            m.d.sync += [products[c].eq(a2 * bval), prods[c].eq(products[c])]
+            if p["multiplier"] == "ecp5":
+                product = ecp5.registered_multiply(m, f"mult{c}", a2, bval, signed=p["signed"])
+            else:
+                a_in, b_in = Signal(elem, reset_less=True), Signal(elem, reset_less=True)
+                product = Signal(prod_shape, name=f"product{c}", reset_less=True)
+                m.d.sync += [a_in.eq(a2), b_in.eq(bval), product.eq(a_in * b_in)]
+            m.d.sync += prods[c].eq(product[:prod_shape.width])
 
         acc = [Signal(A, name=f"acc{c}") for c in range(NP)]
         acc_next = [Signal(A, name=f"acc_next{c}") for c in range(NP)]
@@ -436,13 +464,13 @@ class MacArray(wiring.Component):
             # Cleared after a column group's last pass (a zero row's too: its accumulators are
             # already zero) rather than zeroed on its first: the clear is the register's
             # synchronous reset, with priority over its enable, so no LUT sits in front of it.
-            with m.If(f5.valid & f5.push):
+            with m.If(last.valid & last.push):
                 m.d.sync += acc[c].eq(0)
-            with m.Elif(f5.valid):
+            with m.Elif(last.valid):
                 m.d.sync += acc[c].eq(acc_next[c])
         out = self.o_sums
-        m.d.comb += [out.valid.eq(f5.valid & f5.push), out.payload.zero.eq(f5.zero),
-                     out.payload.tlast.eq(f5.tlast)]
+        m.d.comb += [out.valid.eq(last.valid & last.push), out.payload.zero.eq(last.zero),
+                     out.payload.tlast.eq(last.tlast)]
         m.d.comb += [out.payload.sums[c].eq(acc_next[c]) for c in range(NP)]
         return m
 
@@ -547,7 +575,8 @@ class BroadcastGemm(wiring.Component):
         m.submodules.scheduler = sched = Scheduler(lanes=L, k=K, n=N, n_par=NP,
                                                    sparse=p["sparse"])
         m.submodules.macs = macs = MacArray(lanes=L, width=p["width"], signed=p["signed"],
-                                            acc_width=p["acc_width"], n_par=NP)
+                                            acc_width=p["acc_width"], n_par=NP,
+                                            multiplier=p["multiplier"])
         m.submodules.output = output = OutputQueue(lanes=L, acc_width=p["acc_width"], n=N,
                                                    n_par=NP)
 

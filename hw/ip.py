@@ -271,7 +271,9 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
     top = doc["top"]
     params = ", ".join(f"{k}={_format_value(v)}" for k, v in doc["params"].items())
     description = f"{doc['summary']} (block {doc['block']}: {params})"
-    other = [f for f in files if f not in (f"{top}.v", f"{top}.sdc", f"{top}.xdc", f"{top}.core")]
+    models = doc["sim_models"]
+    other = [f for f in files
+             if f not in (f"{top}.v", f"{top}.sdc", f"{top}.xdc", f"{top}.core", *models)]
     lines = ["CAPI=2:", _describe(doc, command, "#").rstrip("\n"),
              f"name: {_yaml(core_vlnv or vlnv(top))}",
              f"description: {_yaml(description)}",
@@ -288,16 +290,20 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
              "    file_type: xdc",
              "    files:",
              f"      - {_yaml(top + '.xdc')}",
+             *(["  sim_models:",
+                "    file_type: verilogSource",
+                "    files:"] + [f"      - {_yaml(f)}" for f in models] if models else []),
              "  documentation:",
              "    file_type: user",
              "    files:"]
     lines += [f"      - {_yaml(f)}" for f in other]
+    sim_sets = "rtl, sim_models" if models else "rtl"
     lines += ["targets:",
               "  default:",
-              "    filesets: [rtl]",
+              f"    filesets: [{sim_sets}]",
               f"    toplevel: {_yaml(top)}",
               "  lint:",
-              "    filesets: [rtl]",
+              f"    filesets: [{sim_sets}]",
               f"    toplevel: {_yaml(top)}",
               "    flow: lint",
               "    flow_options:",
@@ -311,9 +317,11 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
 
 
 def file_list(doc):
-    """The sources to compile, one per line, relative to the list (``verilator -F``;
-    for ``iverilog -c`` and ``-f`` of other tools, run from the list's folder)."""
-    return f"{doc['top']}.v\n"
+    """The sources to simulate or lint, one per line, relative to the list (``verilator -F``;
+    for ``iverilog -c`` and ``-f`` of other tools, run from the list's folder): the Verilog and
+    the simulation models of any vendor primitive it instantiates (which synthesis leaves
+    out: it takes ``<top>.v`` alone)."""
+    return "".join(f"{name}\n" for name in [f"{doc['top']}.v", *doc["sim_models"]])
 
 
 # --- timing constraints ----------------------------------------------------------------

@@ -173,7 +173,9 @@ def build(block_name, values=None, *, sim="verilator", waves=False, verilog=None
             _, inner, top = elaborate(block, params)
             verilog_path.write_text(Path(verilog).read_text() if verilog is not None
                                     else to_verilog(top, block.top))
-            doc, _ = manifest(block, params, inner, top)
+            doc, extra_files = manifest(block, params, inner, top)
+            for model in doc["sim_models"]:   # vendor primitives' models (hw/ecp5.py)
+                (build_dir / model).write_text(extra_files[model])
             (build_dir / f"{block.top}.json").write_text(json.dumps(doc, indent=2))
             stamp.write_text(key)
         # Incremental: Verilator skips identical inputs and make has nothing to do; Icarus
@@ -181,7 +183,8 @@ def build(block_name, values=None, *, sim="verilator", waves=False, verilog=None
         build_args = list(toolchain.VERILATOR_WAIVERS) if sim == "verilator" else []
         if coverage:
             build_args += COVERAGE_ARGS
-        runner.build(sources=[verilog_path], hdl_toplevel=block.top, build_dir=build_dir,
+        models = json.loads((build_dir / f"{block.top}.json").read_text())["sim_models"]
+        runner.build(sources=[verilog_path, *(build_dir / f for f in models)], hdl_toplevel=block.top, build_dir=build_dir,
                      build_args=build_args, timescale=TIMESCALE, waves=waves, always=False,
                      log_file=build_dir / "build.log")
     return build_dir, json.loads((build_dir / f"{block.top}.json").read_text()), runner

@@ -737,7 +737,7 @@ def expander_props(lanes, width, cols):
 def gemm_broadcast_invariants(lanes):
     """What k-induction needs for the broadcast GEMM's output: the scheduler's credits in use
     (``outstanding``) are the output queue's entries (``count``) plus the column groups whose
-    last pass is in the MAC pipeline (``f1`` .. ``f5``, ``ISSUE_TO_PUSH`` stages, valid with
+    last pass is in the MAC pipeline (``f1`` .. ``f6``, ``ISSUE_TO_PUSH`` stages, valid with
     ``push``), at most
     ``OUT_DEPTH``. From any other state a push could overwrite the entry being sent (its
     payload changes while held) or a pop could wrap ``count`` (``valid`` drops)."""

@@ -121,6 +121,9 @@ class Family:
     bram: tuple
     dsp: tuple
     lutram: tuple = ()
+    # Parameters this family's builds set wherever a block has them and they are valid: the
+    # rows say so (the generic build would measure what these tools cannot pack, not the IP).
+    values: tuple = ()
 
 
 FAMILIES = {
@@ -139,7 +142,9 @@ FAMILIES = {
          Device("LFE5U-85F-6", ("--85k", "--package", "CABGA381", "--speed", "6"),
                 {"lut": 83640, "ff": 83640, "bram": 208, "dsp": 156})),
         lut={"LUT4": 1, "CCU2C": 2}, ff_prefixes=("TRELLIS_FF",), bram=("DP16KD", "PDPW16KD"),
-        dsp=("MULT18X18D", "ALU54B"), lutram=("TRELLIS_DPR16X4",)),
+        dsp=("MULT18X18D", "ALU54B"), lutram=("TRELLIS_DPR16X4",),
+        # Yosys does not pack registers into MULT18X18D (docs/gemm.md, "Timing choices").
+        values=(("multiplier", "ecp5"),)),
 }
 
 #: The ASIC proxy's Yosys script (see the module doc); ``{top}`` is the block's module.
@@ -446,10 +451,23 @@ def _generate(block, changed):
     return params, verilog, doc["ports"]
 
 
+def family_values(block, changed, family):
+    """The family's :attr:`Family.values` this block at this size takes: those it has, not
+    set by the size, and valid with it."""
+    names = {q.name for q in block.params}
+    values = {k: v for k, v in family.values if k in names and k not in changed}
+    try:
+        block.resolve({**changed, **values})
+    except (TypeError, ValueError):
+        return {}
+    return values
+
+
 def yosys_netlist(block, changed, family):
     """One block at one size synthesised for one family (``netlist.json`` in the returned
     work directory): the resource counts, cached in ``build/synth/``."""
-    params, verilog, ports = _generate(block, changed)
+    values = family_values(block, changed, family)
+    params, verilog, ports = _generate(block, {**changed, **values})
     harness = harness_verilog(block.top, ports)
     key = _key([verilog, harness, family.synth, tool_versions(), FLOW])
     work = BUILD / block.name / _tag(changed) / family.name
@@ -468,7 +486,8 @@ def yosys_netlist(block, changed, family):
             work / "yosys.out", work) != 0:
         raise SynthError(f"yosys failed on {block.name} {_tag(changed)} ({family.name}); "
                          f"see {work / 'yosys.log'}")
-    result = {"block": block.name, "top": block.top, "params": params, "changed": changed,
+    result = {"block": block.name, "top": block.top, "params": block.resolve(changed),
+              "changed": changed, "family_values": values,
               "size": _tag(changed), "family": family.name, "key": key,
               "harness_ffs": sum(p["width"] for p in ports if p["name"] not in ("clk", "rst"))}
     result.update(resources(json.loads((work / "stat.json").read_text()), block.top, family))
@@ -866,7 +885,10 @@ def markdown(doc, page=False):
         f"minimum and maximum over the placement seeds (1..N); *logic use* is the device's "
         f"logic cells taken, harness included. iCE40: HX8K (CT256); ECP5: 25F, or 85F where "
         f"the 25F is too small (a GEMM and its dense-only twin on the same device), speed "
-        f"grade 6. LUT on ECP5 counts each CCU2C carry cell as two LUT4s. Tools: {tools}.", "",
+        f"grade 6. LUT on ECP5 counts each CCU2C carry cell as two LUT4s. Parameters in "
+        f"brackets are the family's own: ECP5 builds take `multiplier=ecp5` where it applies "
+        f"(MULT18X18D slices with their own registers, which Yosys does not pack; "
+        f"docs/gemm.md). Tools: {tools}.", "",
         "| block | parameters | device | LUT | FF | BRAM | DSP | LUTRAM | Fmax mean (MHz) | "
         "min | max | seeds | logic use |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -881,7 +903,7 @@ def markdown(doc, page=False):
         timed = r["fits"] and r["fmax_mhz"] is not None
         fmax = _fmt_fmax(r) if r["fits"] else f"does not fit: {r['reason']}"
         low, high = (f"{r['fmax_min']:.1f}", f"{r['fmax_max']:.1f}") if timed else ("", "")
-        lines.append(f"| {r['block']} | {r['size']} | {device} | {r['lut']} | {r['ff']} | "
+        lines.append(f"| {r['block']} | {_size_label(r)} | {device} | {r['lut']} | {r['ff']} | "
                      f"{r['bram']} | {r['dsp']} | {r['lutram']} | {fmax} | {low} | {high} | "
                      f"{len(r['seeds'])} | {util} |")
     if page:
@@ -890,8 +912,15 @@ def markdown(doc, page=False):
     return "\n".join(lines) + "\n"
 
 
+def _size_label(run):
+    """The size tag, and the family's values in brackets (:func:`family_values`)."""
+    values = run.get("family_values") or {}
+    extra = ", ".join(f"{k}={v}" for k, v in values.items())
+    return f"{run['size']} ({extra})" if extra else run["size"]
+
+
 def _critical_paths_md(doc):
-    rows = [f"| {r['block']} | {r['size']} | {r['device']} | {r['critical_path']['seed']} | "
+    rows = [f"| {r['block']} | {_size_label(r)} | {r['device']} | {r['critical_path']['seed']} | "
             f"{r['fmax_min']:.1f} | `{r['critical_path']['from']}` | "
             f"`{r['critical_path']['to']}` | {r['critical_path']['delay_ns']} |"
             for r in _fpga_runs(doc) if r["fits"] and r["critical_path"]

@@ -26,6 +26,11 @@ CONFIGS = [
     dict(lanes=2, width=16, signed=True, acc_width=40, k=16, n=32, k_par=16, n_par=2, b_banks=4),
     dict(lanes=8, width=3, signed=False, acc_width=64, k=16, n=16, k_par=2, n_par=8,
          sparse=False),
+    # ECP5 MULT18X18D slices (through their simulation model): the widest signed operands,
+    # and unsigned ones with sums narrower than a product (wrapping)
+    dict(lanes=4, width=18, signed=True, acc_width=40, k=16, n=16, n_par=8, multiplier="ecp5"),
+    dict(lanes=4, width=6, signed=False, acc_width=10, k=24, n=16, n_par=8, sparse=False,
+         multiplier="ecp5"),
 ]
 
 
@@ -52,6 +57,12 @@ def _id(config):
     (dict(k_par=4, b_banks=8), ValueError,
      "b_banks must be a power of two from 1 to k_par (4), not 8"),
     (dict(b_banks=3), ValueError, "b_banks must be a power of two from 1 to 64, not 3"),
+    (dict(multiplier="dsp"), ValueError,
+     "multiplier must be one of 'inferred' or 'ecp5', not 'dsp'"),
+    (dict(multiplier="ecp5", k_par=2), ValueError,
+     "multiplier=ecp5 needs k_par 1 (the broadcast datapath), not 2"),
+    (dict(multiplier="ecp5", width=19), ValueError,
+     "width must be at most 18 with multiplier=ecp5, not 19"),
 ])
 def test_bad_parameters(kwargs, error, message):
     with pytest.raises(error) as info:

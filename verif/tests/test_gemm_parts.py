@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from spartan_rtl.golden.formats import to_signed
-from spartan_rtl.hw.gemm_broadcast import (ISSUE_TO_PUSH, MacArray, OutputQueue, RowLoader, Scheduler,
-                               WeightBuffer)
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
+
+from spartan_rtl.hw.gemm_broadcast import (ISSUE_TO_PUSH, MacArray, OutputQueue, RowLoader,
+                                           Scheduler, WeightBuffer, lowest_set_bit)
 from verif.tests.amsim import get_stream, put_stream, simulate
 
 
@@ -243,14 +246,21 @@ def test_row_loader_fills_slots_in_turn():
                          [{"data": beat, "last": int(j == len(b) - 1)}
                           for _, b, _ in rows for j, beat in enumerate(b)], rng)
 
-    async def consumer(ctx):
-        # Plays the scheduler: once a slot is full, read its beats back and release it.
-        takes = []
-        slot = 0
+    takes = []
+
+    async def watch_takes(ctx):
+        # Every take as it happens: the consumer spends cycles reading a slot back, and the
+        # other slot may take its mask meanwhile.
         while len(seen) < len(rows):
-            _, _, take, mask, full = await ctx.tick().sample(dut.take, dut.mask, dut.full)
+            _, _, take, mask = await ctx.tick().sample(dut.take, dut.mask)
             if take:
                 takes.append((take, mask))
+
+    async def consumer(ctx):
+        # Plays the scheduler: once a slot is full, read its beats back and release it.
+        slot = 0
+        while len(seen) < len(rows):
+            _, _, full = await ctx.tick().sample(dut.full)
             if (full >> slot) & 1 and takes:
                 take_bits, taken_mask = takes.pop(0)
                 assert take_bits == 1 << slot
@@ -271,6 +281,28 @@ def test_row_loader_fills_slots_in_turn():
                 ctx.set(dut.release, 0)
                 slot ^= 1
 
-    simulate(dut, masks, data, consumer)
+    simulate(dut, masks, data, watch_takes, consumer)
     assert seen == [(m, b, last, m == 0) for m, b, last in rows]
     assert not any(seen_row[1] for seen_row in seen if seen_row[0] == 0)
+
+
+@pytest.mark.parametrize("width", [1, 5, 8, 9, 24, 64, 70])
+def test_lowest_set_bit(width):
+    """The scheduler's two-level lowest set bit: index and the bits without it, against
+    ``v & -v`` (none set: index 0, nothing left), single bits, all ones and random words."""
+    m = Module()
+    bits = Signal(width)
+    index, rest = lowest_set_bit(m, bits, width, "t")
+    rng = random.Random(width)
+    words = [0, (1 << width) - 1, *(1 << i for i in range(width)),
+             *(rng.getrandbits(width) for _ in range(300))]
+
+    async def check(ctx):
+        for word in words:
+            ctx.set(bits, word)
+            lowest = (word & -word).bit_length() - 1 if word else 0
+            assert (ctx.get(index), ctx.get(rest)) == (lowest, word & (word - 1)), word
+
+    sim = Simulator(m)      # combinational: no clock
+    sim.add_testbench(check)
+    sim.run()

@@ -443,3 +443,42 @@ def test_axi_names_behave_as_the_default_with_inverted_reset(tmp_path):
     run = subprocess.run(["vvp", "-n", str(tmp_path / "tb.vvp")], capture_output=True, text=True)
     records, mismatches = map(int, re.search(r"records (\d+) mismatches (\d+)", run.stdout).groups())
     assert mismatches == 0 and records > 10, run.stdout
+
+
+# --- vendor primitives ------------------------------------------------------------------
+
+def test_ecp5_multiplier_ships_its_simulation_model(tmp_path):
+    """``multiplier=ecp5``: the Verilog instantiates ``MULT18X18D`` with its registers and
+    defines no such module; the set carries the model, listed in the manifest, the ``.f`` list
+    and the FuseSoC simulation and lint targets (Verilator lints the two together), never in
+    the synthesis target; the model refuses a configuration it does not model."""
+    lib = tmp_path / "lib"
+    config = dict(lanes=4, width=8, k=16, n=16, n_par=8, multiplier="ecp5")
+    generate(blocks.get("gemm"), config, lib / "g", name="g_ecp5")
+    folder = lib / "g"
+    doc = json.loads((folder / "g_ecp5.json").read_text())
+    assert doc["sim_models"] == ["MULT18X18D_sim.v"]
+    assert (folder / "g_ecp5.f").read_text().splitlines() == ["g_ecp5.v", "MULT18X18D_sim.v"]
+    verilog = (folder / "g_ecp5.v").read_text()
+    assert len(re.findall(r"^\s*MULT18X18D\s+#\(", verilog, re.M)) == 8
+    assert verilog.count('.REG_INPUTA_CLK("CLK0")') == 8 and "module MULT18X18D" not in verilog
+    core = (folder / "g_ecp5.core").read_text()
+    assert "filesets: [rtl, sim_models]" in core and "filesets: [rtl, sdc, xdc]" in core
+    run = fusesoc(["--cores-root", str(lib), "run", "--target", "lint", "--build-root",
+                   str(tmp_path / "build"), "spartan:rtl:g_ecp5"], tmp_path)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    # The model in a configuration it does not model: it stops at time 0 and says why.
+    (folder / "other.v").write_text(textwrap.dedent("""\
+        module other; wire [35:0] p;
+          MULT18X18D #(.REG_OUTPUT_CLK("NONE")) m (
+            .A0(1'b0), .B0(1'b0), .CLK0(1'b0), .CE0(1'b1), .RST0(1'b0), .P0(p[0]));
+        endmodule
+        """))
+    env = toolchain.sim_env()
+    built = subprocess.run(["iverilog", "-o", "other.vvp", "-s", "other", "other.v",
+                            "MULT18X18D_sim.v"], cwd=folder, env=env, capture_output=True,
+                           text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run(["vvp", "other.vvp"], cwd=folder, env=env, capture_output=True,
+                         text=True)
+    assert 'supports REG_OUTPUT_CLK = "CLK0" only' in ran.stdout
