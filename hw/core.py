@@ -64,7 +64,7 @@ MODES = {"auto": 0, "dense": 1, "sparse": 2}
 TILES_IN_FLIGHT = 8
 
 #: Registers between the decision's inputs (tile index, registers, table) and its verdict.
-DECISION_STAGES = 4
+DECISION_STAGES = 5
 COUNTER_BITS = 32
 
 COUNTERS = (
@@ -230,8 +230,8 @@ class SpartanCore(wiring.Component):
         bus_read = table.read_port()
         write = table.write_port()
         index_w = max(depth.bit_length(), 1)
-        # The decision is a pipeline of DECISION_STAGES registers (index, table read, the
-        # THRESHOLD x elems product, the verdict), so no path runs from an A handshake through
+        # The decision is a pipeline of DECISION_STAGES registers (index, table read, its
+        # copy, the THRESHOLD x elems product, the verdict), so no path runs from an A handshake through
         # the table and a multiplier (it limited the core to 33 MHz). It works one tile ahead:
         # while a tile streams in, it decides the tile after it (``target``), so a tile boundary
         # does not change its input and costs no cycle. Whenever an input changes (the target
@@ -246,11 +246,17 @@ class SpartanCore(wiring.Component):
         has_entry, entry_nnz, entry_elems = Signal(), Signal(count_w), Signal(count_w)
         m.d.sync += [has_entry.eq((lookup_index < depth) & valid.bit_select(lookup.addr, 1)),
                      entry_nnz.eq(lookup.data.nnz), entry_elems.eq(lookup.data.elems)]
+        # Registered again: the tools make the first register the block RAM's synchronous
+        # read, whose output (5.8 ns on ECP5) straight into the multiplier was the core's
+        # critical path.
+        has_entry_q, entry_nnz_q, entry_elems_q = Signal(), Signal(count_w), Signal(count_w)
+        m.d.sync += [has_entry_q.eq(has_entry), entry_nnz_q.eq(entry_nnz),
+                     entry_elems_q.eq(entry_elems)]
         scaled_nnz = Signal(count_w + 8)
         threshold_elems = Signal(count_w + 8)
         has_entry_d = Signal()
-        m.d.sync += [scaled_nnz.eq(entry_nnz << 8), threshold_elems.eq(threshold * entry_elems),
-                     has_entry_d.eq(has_entry)]
+        m.d.sync += [scaled_nnz.eq(entry_nnz_q << 8),
+                     threshold_elems.eq(threshold * entry_elems_q), has_entry_d.eq(has_entry_q)]
         m.d.sync += sparse_next.eq((mode == MODES["sparse"])
                                    | ((mode == MODES["auto"]) & has_entry_d
                                       & (scaled_nnz <= threshold_elems)))
@@ -265,9 +271,26 @@ class SpartanCore(wiring.Component):
         # reach an entry being read only late from a previous pass, after PASS_START).
         stats = monitor.m_axis_stats
         stats_tile = Signal(32)
+        # A record is written the cycle after the monitor sends it, its entry's index
+        # registered on the way (TABLE_BASE + tile, compared with the depth, into the valid
+        # bits' decoder in one cycle was the core's critical path, 10.8 ns); FORGET drops a
+        # record on its way, as it drops the ones already written.
+        record_valid, record_tile = Signal(), Signal(index_w)
+        record_index, record_fits = Signal(index_w), Signal()
+        record_data = Signal.like(write.data)
+        m.d.comb += stats.ready.eq(1)
+        m.d.sync += [record_valid.eq(stats.valid & ~forget),
+                     record_tile.eq(stats_tile[:index_w]),
+                     record_index.eq((table_base + stats_tile)[:index_w]),
+                     record_fits.eq(table_base + stats_tile < depth),
+                     record_data.nnz.eq(stats.payload.data.nnz),
+                     record_data.elems.eq(stats.payload.data.elems)]
+        record = record_valid & record_fits
+        m.d.comb += [write.addr.eq(record_index), write.en.eq(record), write.data.eq(record_data)]
+        m.d.sync += stats_tile.eq(Mux(pass_start, 0, stats_tile + stats.valid))
         lookup_target = Signal(index_w)   # the target's low bits, read with lookup_index
         m.d.sync += lookup_target.eq(target[:index_w])
-        record_hits = stats.valid & (stats_tile[:index_w] == lookup_target)
+        record_hits = record_valid & (record_tile == lookup_target)
         restart = Signal()
         m.d.comb += restart.eq(regs.written["CTRL"] | regs.written["THRESHOLD"]
                                | regs.written["TABLE_BASE"] | pass_start | (a_take & first)
@@ -279,13 +302,6 @@ class SpartanCore(wiring.Component):
             m.d.sync += settle.eq(settle - 1)
         m.d.comb += decision_ready.eq((settle == 0) & ~record_hits)
 
-        record_index = Signal(33)
-        m.d.comb += [stats.ready.eq(1), record_index.eq(table_base + stats_tile)]
-        record = stats.valid & (record_index < depth)
-        m.d.comb += [write.addr.eq(record_index[:index_w]), write.en.eq(record),
-                     write.data.nnz.eq(stats.payload.data.nnz),
-                     write.data.elems.eq(stats.payload.data.elems)]
-        m.d.sync += stats_tile.eq(Mux(pass_start, 0, stats_tile + stats.valid))
         # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
         m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
 
