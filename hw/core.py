@@ -46,7 +46,7 @@ from . import registers
 from .axil import AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members
 from .block import Block
 from .compactor import MAX_COLS, Compactor
-from .elements import beat_layout, is_nonzero, popcount, tree_sum
+from .elements import beat_layout, delayed, is_nonzero, popcount, tree_sum
 from .gemm import PARAMS as GEMM_PARAMS
 from .gemm import SparseGemm
 from .gemm import check_params as check_gemm_params
@@ -250,26 +250,17 @@ class SpartanCore(wiring.Component):
         # Registered again: the tools make the first register the block RAM's synchronous
         # read, whose output (5.8 ns on ECP5) straight into the multiplier was the core's
         # critical path.
-        has_entry_q, entry_nnz_q, entry_elems_q = Signal(), Signal(count_w), Signal(count_w)
-        m.d.sync += [has_entry_q.eq(has_entry), entry_nnz_q.eq(entry_nnz),
-                     entry_elems_q.eq(entry_elems)]
+        entry_elems_q = delayed(m, entry_elems, 1, "entry_elems")
         # THRESHOLD x elems on a multiplier with registers at its inputs and at its output:
         # its DSP slice is wherever the GEMM left one free, and routes of up to 4.9 ns in and
-        # 4.8 ns out of it were the core's critical path on ECP5.
-        threshold_elems = Signal(count_w + 8)
-        if p["multiplier"] == "ecp5" and count_w <= ecp5.MAX_WIDTH:
-            product = ecp5.registered_multiply(m, "threshold_mult", threshold, entry_elems_q,
-                                               signed=False)
-            m.d.comb += threshold_elems.eq(product[:len(threshold_elems)])
-        else:
-            threshold_in, elems_in = Signal(8), Signal(count_w)
-            m.d.sync += [threshold_in.eq(threshold), elems_in.eq(entry_elems_q),
-                         threshold_elems.eq(threshold_in * elems_in)]
-        scaled_nnz = [Signal(count_w + 8, name=f"scaled_nnz{i}") for i in (1, 2)]
-        has_entry_d = [Signal(name=f"has_entry_d{i}") for i in (1, 2)]
-        m.d.sync += [scaled_nnz[0].eq(entry_nnz_q << 8), scaled_nnz[1].eq(scaled_nnz[0]),
-                     has_entry_d[0].eq(has_entry_q), has_entry_d[1].eq(has_entry_d[0])]
-        scaled_nnz, has_entry_d = scaled_nnz[1], has_entry_d[1]
+        # 4.8 ns out of it were the core's critical path on ECP5 (a MULT18X18D takes at most
+        # 18-bit operands: larger tables infer it).
+        fits_dsp = count_w <= ecp5.MAX_WIDTH
+        threshold_elems = ecp5.multiply(m, "threshold_mult", threshold, entry_elems_q,
+                                        signed=False,
+                                        multiplier=p["multiplier"] if fits_dsp else "inferred")
+        scaled_nnz = delayed(m, entry_nnz << 8, 1 + ecp5.LATENCY, "scaled_nnz")
+        has_entry_d = delayed(m, has_entry, 1 + ecp5.LATENCY, "has_entry")
         m.d.sync += sparse_next.eq((mode == MODES["sparse"])
                                    | ((mode == MODES["auto"]) & has_entry_d
                                       & (scaled_nnz <= threshold_elems)))

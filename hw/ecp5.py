@@ -16,7 +16,7 @@ read it would build the multiplier from logic.
 
 from amaranth.hdl import ClockSignal, Const, Instance, Signal
 
-__all__ = ["registered_multiply", "LATENCY", "MAX_WIDTH", "SIM_MODEL", "SIM_MODEL_FILE"]
+__all__ = ["multiply", "registered_multiply", "LATENCY", "MAX_WIDTH", "SIM_MODEL", "SIM_MODEL_FILE"]
 
 #: Cycles from ``a`` and ``b`` to their product: the input registers, then the output one.
 LATENCY = 2
@@ -54,6 +54,20 @@ def registered_multiply(m, name, a, b, *, signed):
     ports.update(i_SIGNEDA=sign, i_SIGNEDB=sign, i_SOURCEA=Const(0), i_SOURCEB=Const(0))
     m.submodules[name] = Instance("MULT18X18D", **ports)
     return p36
+
+
+def multiply(m, name, a, b, *, signed, multiplier):
+    """``a * b`` (``len(a) + len(b)`` bits), :data:`LATENCY` cycles after ``a`` and ``b``,
+    through registers at the inputs and at the output: a ``MULT18X18D``'s own
+    (:func:`registered_multiply`) for ``multiplier = "ecp5"``, else registers around a ``*``
+    (``"inferred"``). The registers have no reset: a product is read beside a valid flag."""
+    if multiplier == "ecp5":
+        return registered_multiply(m, name, a, b, signed=signed)[:len(a) + len(b)]
+    a_in, b_in = (Signal.like(a, name=f"{name}_a", reset_less=True),
+                  Signal.like(b, name=f"{name}_b", reset_less=True))
+    product = Signal(len(a) + len(b), name=f"{name}_p", reset_less=True)
+    m.d.sync += [a_in.eq(a), b_in.eq(b), product.eq(a_in * b_in)]
+    return product
 
 
 def _sim_model():

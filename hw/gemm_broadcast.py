@@ -449,12 +449,8 @@ class MacArray(wiring.Component):
         for c in range(NP):
             bval = self.b_word[c * W:(c + 1) * W]
             bval = bval.as_signed() if p["signed"] else bval
-            if p["multiplier"] == "ecp5":
-                product = ecp5.registered_multiply(m, f"mult{c}", a2, bval, signed=p["signed"])
-            else:
-                a_in, b_in = Signal(elem, reset_less=True), Signal(elem, reset_less=True)
-                product = Signal(prod_shape, name=f"product{c}", reset_less=True)
-                m.d.sync += [a_in.eq(a2), b_in.eq(bval), product.eq(a_in * b_in)]
+            product = ecp5.multiply(m, f"mult{c}", a2, bval, signed=p["signed"],
+                                    multiplier=p["multiplier"])
             m.d.sync += prods[c].eq(product[:prod_shape.width])
 
         acc = [Signal(A, name=f"acc{c}") for c in range(NP)]
