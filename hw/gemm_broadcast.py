@@ -61,7 +61,9 @@ def lowest_set_bit(m, bits, width, name):
     the lowest group with one: one carry chain (``bits & -bits``) over all of ``bits`` was the
     sparse GEMM's critical path on ECP5 (9.9 ns at k = 64)."""
     def lowest(value, n):
-        return (value & (~value + 1))[:n]
+        # Each bit against the OR of those below it: plain LUTs. ``value & -value`` maps to a
+        # carry chain, whose entry and exit routes cost more than the chain saves at 8 bits.
+        return Cat(*[value[i] & ~value[:i].any() if i else value[0] for i in range(n)])
 
     def encode(onehot, n):
         return Cat(*[Cat(*[onehot[j] for j in range(n) if (j >> b) & 1]).any()
@@ -80,6 +82,33 @@ def lowest_set_bit(m, bits, width, name):
                   for b in range(3)])
     index = Cat(local, encode(group_first, len(groups))) if len(groups) > 1 else local
     return index[:max(_index_bits(width), 1)], bits & ~onehot
+
+
+#: Mask bits a scheduler slot searches in one cycle (docs/gemm.md, "Scheduler").
+GROUP = 8
+
+
+def _groups(k):
+    """``(group width, groups)`` of a ``k``-bit mask."""
+    width = min(GROUP, k)
+    return width, -(-k // width)
+
+
+def _column(local, group, groups):
+    """A mask bit's column from its group and its place in the group (``GROUP`` is a power of
+    two, so this is a concatenation)."""
+    return Cat(local, group) if groups > 1 else local
+
+
+def walker_layout(k):
+    """A scheduler slot's place in its row's mask: the column of its next pass (``head``); the
+    bits after it in its group (``cur_rest``, group ``cur_g``); the next nonempty group's bits
+    (``nxt_bits``, group ``nxt_g``, ``nxt_valid``), and the nonempty groups after that
+    (``gleft``)."""
+    width, groups = _groups(k)
+    return data.StructLayout({
+        "head": range(max(k, 2)), "cur_rest": width, "cur_g": range(max(groups, 2)),
+        "nxt_bits": width, "nxt_g": range(max(groups, 2)), "nxt_valid": 1, "gleft": groups})
 
 
 def weight_write_pointer(m, b, write, loading, *, k, col_groups, beats_per_word):
@@ -127,11 +156,12 @@ def entry_layout(n_par, acc_width):
 class WeightBuffer(wiring.Component):
     """``B`` resident in one memory of ``n_par``-element words, address ``k * (n/n_par) + j``.
 
-    ``s_axis_b`` is ready while ``hold`` is low (no ``A`` tile in flight); ``tlast`` returns the
-    write pointer to ``B[0, 0]``, beats beyond ``k*n/lanes`` wrap. The read address and the
-    read word are both registered outside the memory (block RAM then neither waits for logic
-    nor drives any: the word is at ``rd_data`` three cycles after its address was on
-    ``rd_addr``).
+    ``s_axis_b`` is ready while ``hold`` is low (no ``A`` tile in flight, nor the cycle after
+    one's last pass: no write may meet a read of the same word, whose order the memory leaves
+    undefined); ``tlast`` returns the write pointer to ``B[0, 0]``, beats beyond ``k*n/lanes``
+    wrap. The read address and the word are registered in the block RAM and the word again
+    outside it (block RAM then neither waits for logic nor drives any: the word is at
+    ``rd_data`` three cycles after its address was on ``rd_addr``).
     """
 
     def __init__(self, *, lanes, width, k, n, n_par):
@@ -156,14 +186,24 @@ class WeightBuffer(wiring.Component):
         b_sub, b_cg, b_row = weight_write_pointer(m, b, write, self.loading, k=K,
                                                   col_groups=CG, beats_per_word=beats_per_word)
 
-        m.submodules.words = words = Memory(shape=unsigned(NP * W), depth=K * CG, init=[])
+        # ``no_rw_check``: a read never meets a write (``hold`` stays up a cycle after a tile's
+        # last pass), so Yosys need not emulate either order. With the emulation, which it
+        # adds whatever the read port's transparency, a LUT per bit sat between the block
+        # RAMs and ``rd_data``: the critical path of both builds (8.3 ns). The read port is
+        # combinational between two registers (``address``, ``word``) that Yosys moves into
+        # the block RAM, and ``rd_data`` registers the word again.
+        m.submodules.words = words = Memory(shape=unsigned(NP * W), depth=K * CG, init=[],
+                                            attrs={"no_rw_check": 1})
         granular = beats_per_word > 1
         wp = words.write_port(granularity=L * W if granular else None)
         beat = Cat(*[b.payload.data[i] for i in range(L)])
         m.d.comb += [wp.addr.eq(b_row * CG + b_cg), wp.data.eq(Cat(*[beat] * beats_per_word))]
         m.d.comb += wp.en.eq(Mux(write, 1 << b_sub, 0) if granular else write)
-        rp = words.read_port(transparent_for=())
-        m.d.sync += [rp.addr.eq(self.rd_addr), self.rd_data.eq(rp.data)]
+        address = Signal.like(self.rd_addr)
+        word = Signal.like(self.rd_data)
+        rp = words.read_port(domain="comb")
+        m.d.comb += rp.addr.eq(address)
+        m.d.sync += [address.eq(self.rd_addr), word.eq(rp.data), self.rd_data.eq(word)]
         return m
 
 
@@ -310,7 +350,6 @@ class Scheduler(wiring.Component):
         CG = p["n"] // NP
         beat_bits = _index_bits(K // L)
         lane_bits = log2(L)
-        idx_shape = range(max(K, 2))
 
         c_slot = Signal()
         c_cg = Signal(range(max(CG, 2)))
@@ -321,16 +360,13 @@ class Scheduler(wiring.Component):
         cur_full = self.full.bit_select(c_slot, 1)
 
         if SPARSE:
-            head = [Signal(idx_shape, name=f"slot{s}_head") for s in range(2)]
-            rest = [Signal(K, name=f"slot{s}_rest") for s in range(2)]
-            # Column groups after the first start over from the row's first nonzero.
-            first_head = [Signal(idx_shape, name=f"slot{s}_first_head") for s in range(2)]
-            first_rest = [Signal(K, name=f"slot{s}_first_rest") for s in range(2)]
-            column = Signal(idx_shape)
-            cur_rest = Signal(K)
-            m.d.comb += [column.eq(Mux(c_slot, head[1], head[0])),
-                         cur_rest.eq(Mux(c_slot, rest[1], rest[0]))]
-            last_nonzero = ~cur_rest.any()
+            GW, G = _groups(K)
+            walker = walker_layout(K)
+            state = [Signal(walker, name=f"slot{s}_walk") for s in range(2)]
+            cur_walk = Signal(walker)
+            m.d.comb += cur_walk.eq(Mux(c_slot, state[1], state[0]))
+            column = cur_walk.head
+            last_nonzero = ~cur_walk.cur_rest.any() & ~cur_walk.nxt_valid
         else:
             column = rank
             last_nonzero = rank == K - 1
@@ -363,24 +399,52 @@ class Scheduler(wiring.Component):
                 m.d.sync += rank.eq(rank + 1)
 
         if SPARSE:
-            prime = Signal(2)                    # the cycle after a slot took its mask
-            m.d.sync += prime.eq(self.take)
+            # A slot's mask is walked in groups of GW bits: the next nonzero is the lowest set
+            # bit of the current group's rest (``step``) or of the next nonempty group, found a
+            # cycle ahead (``hop``, which also finds the group after it). So no cycle searches
+            # more than GW bits plus G group flags: one search over all K bits was the GEMM's
+            # critical path on ECP5 (9.1 ns at K = 64). A slot takes its mask (``take``), finds
+            # its first group the next cycle (``prime[0]``) and its first nonzero the cycle
+            # after (``prime[1]``): the row loader makes no nonempty row full before then.
+            prime = [Signal(2, name=f"prime{i}") for i in range(2)]
+            m.d.sync += [prime[0].eq(self.take), prime[1].eq(prime[0] & ~self.take)]
             for s in range(2):
-                next_index, next_rest = lowest_set_bit(m, rest[s], K, f"slot{s}_rest")
+                st = state[s]
+                bits = Signal(G * GW, name=f"slot{s}_bits")
+                group, groups_after = lowest_set_bit(m, st.gleft, G, f"slot{s}_groups")
+                in_group, in_rest = lowest_set_bit(m, st.cur_rest, GW, f"slot{s}_cur")
+                in_next, next_rest = lowest_set_bit(m, st.nxt_bits, GW, f"slot{s}_nxt")
+                # The three moves, field by field (a view of the next state would gather the
+                # fields into one vector, and Verilator reads the group index going through it
+                # to the group's bits as a loop).
+                refill = dict(nxt_bits=bits.word_select(group, GW), nxt_g=group,
+                              nxt_valid=st.gleft.any(), gleft=groups_after)
+                step = {"head": _column(in_group, st.cur_g, G), "cur_rest": in_rest}
+                hop = {**refill, "head": _column(in_next, st.nxt_g, G),
+                       "cur_rest": next_rest, "cur_g": st.nxt_g}
+
+                def move(target, fields):
+                    return [target[name].eq(value) for name, value in fields.items()]
+
                 advance = Signal(name=f"slot{s}_advance")
-                m.d.comb += advance.eq(prime[s] | (issue & (c_slot == s) & ~cur.zero
-                                                   & ~last_nonzero))
+                m.d.comb += advance.eq(issue & (c_slot == s) & ~cur.zero & ~last_nonzero)
                 with m.If(self.take[s]):
-                    m.d.sync += rest[s].eq(self.mask)
+                    m.d.sync += [bits.eq(self.mask),
+                                 st.gleft.eq(Cat(*[self.mask[lo:lo + GW].any()
+                                                   for lo in range(0, K, GW)]))]
+                with m.Elif(prime[0][s]):
+                    m.d.sync += move(st, refill)
+                with m.Elif(prime[1][s] | (advance & ~st.cur_rest.any())):
+                    m.d.sync += move(st, hop)
                 with m.Elif(advance):
-                    m.d.sync += [head[s].eq(next_index), rest[s].eq(next_rest)]
+                    m.d.sync += move(st, step)
                 if CG > 1:
                     # A row's column groups after the first start again from its primed state.
-                    with m.If(prime[s]):
-                        m.d.sync += [first_head[s].eq(next_index),
-                                     first_rest[s].eq(next_rest)]
+                    first = Signal(walker, name=f"slot{s}_first")
+                    with m.If(prime[1][s]):
+                        m.d.sync += move(first, hop)
                     with m.If(issue & (c_slot == s) & ~cur.zero & last_nonzero):
-                        m.d.sync += [head[s].eq(first_head[s]), rest[s].eq(first_rest[s])]
+                        m.d.sync += st.eq(first)
 
         m.d.sync += outstanding.eq(outstanding + (issue & group_done) - self.freed)
         return m
@@ -585,8 +649,11 @@ class BroadcastGemm(wiring.Component):
 
         tiles_in_flight = Signal(range(3))
         m.d.sync += tiles_in_flight.eq(tiles_in_flight + loader.tile_begins - sched.tile_ends)
+        # ``B`` waits one cycle more: the last pass's weight read is at ``t + 1``.
+        tile_ended = Signal()
+        m.d.sync += tile_ended.eq(sched.tile_ends)
         m.d.comb += [
-            weights.hold.eq(tiles_in_flight != 0),
+            weights.hold.eq((tiles_in_flight != 0) | tile_ended),
             loader.b_pending.eq(weights.loading | self.s_axis_b.valid),
             loader.release.eq(sched.release),
             sched.full.eq(loader.full),

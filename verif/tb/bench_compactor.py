@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner
+from spartan_rtl.bench import SEED
 
 DENSITIES = tuple(d / 10 for d in range(11))
 CONFIGS = (
@@ -19,7 +20,7 @@ CONFIGS = (
 
 def _run(block, tb, config, beats):
     test_dir = runner.run(block, tb, config, sim="verilator", name="bench", testcase="throughput",
-                          args={"beats": beats, "densities": list(DENSITIES)})
+                          seed=SEED, args={"beats": beats, "densities": list(DENSITIES)})
     return json.loads((test_dir / "throughput.json").read_text())["rows"]
 
 

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 from spartan_rtl import runner
+from spartan_rtl.bench import SEED
 
 #: Densities (nonzero share) of the layer's 16 tiles: ReLU outputs mostly 25-70 % dense, with
 #: a few nearly dense and nearly empty tiles.
@@ -19,7 +20,7 @@ def run(quick=False):
     rows = 16 if quick else 64
     test_dir = runner.run("core", "spartan_rtl.tb.tb_core", None, sim="verilator", name="bench",
                           testcase="bench_layer",
-                          args={"bench": {"rows": rows, "densities": DENSITIES,
+                          seed=SEED, args={"bench": {"rows": rows, "densities": DENSITIES,
                                           "threshold": THRESHOLD}})
     figures = json.loads((test_dir / "bench.json").read_text())
     by = {p["pass"]: p for p in figures["passes"]}

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from spartan_rtl.golden import estimate, networks, traces
 from spartan_rtl import runner
+from spartan_rtl.bench import SEED
 
 SAMPLES = 32
 QUICK_SAMPLES = 4
@@ -100,8 +101,9 @@ def _last_pass_figures(opts, files):
 def _rtl_figures(opts, files, per_layer):
     specs = estimate.sample_trace_tiles(files, per_layer=per_layer, rows=RTL_ROWS,
                                         k=opts.timing.k)
-    test_dir = runner.run("gemm", "spartan_rtl.tb.tb_estimate", None, sim="verilator", name="estimate",
-                          testcase="trace_tiles_vs_model", args={"tiles": specs})
+    test_dir = runner.run("gemm", "spartan_rtl.tb.tb_estimate", None, sim="verilator",
+                          name="estimate", testcase="trace_tiles_vs_model", seed=SEED,
+                          args={"tiles": specs})
     records = json.loads((test_dir / "rtl_model.json").read_text())["records"]
     errors = [abs(r["rtl_cycles"] - r["model_cycles"]) / r["rtl_cycles"] for r in records]
     return {"tiles": len(specs), "rows": RTL_ROWS, "records": records,

@@ -20,16 +20,25 @@ def _bits(mask, k):
     return [j for j in range(k) if (mask >> j) & 1]
 
 
-@pytest.mark.parametrize("n, n_par", [(4, 4), (8, 4)])
-def test_scheduler_walks_each_rows_columns_in_order(n, n_par):
+def _scheduler_masks(k, rng):
+    """Edge rows (empty, full, one bit at either end, two adjacent bits), then random rows of
+    every density: bits alone in their group of 8, groups empty between nonzeros."""
+    edges = [0, (1 << k) - 1, 1 << (k - 1), 1, 0b11]
+    return edges + [sum(1 << j for j in range(k) if rng.random() < density)
+                    for density in (0.05, 0.1, 0.3, 0.5, 0.9) for _ in range(4)]
+
+
+@pytest.mark.parametrize("k, n, n_par", [(16, 4, 4), (16, 8, 4), (64, 4, 4), (24, 8, 4)])
+def test_scheduler_walks_each_rows_columns_in_order(k, n, n_par):
     """Per row: every set mask bit in column order, once per column group (weight address
     ``column * (n/n_par) + group``, row-memory beat and lane of the nonzero's rank), ``push``
     on each group's last pass; an empty row is one ``zero`` pass. Rows alternate slots, a slot
     is released after its last pass, and a ``push`` pass waits for the output credit."""
-    k, lanes = 16, 4
+    lanes = 4
+    beat_bits = (k // lanes - 1).bit_length()
     cg = n // n_par
     rng = random.Random(3)
-    masks = [0b1010_0000_0001_0110, 0, 0xFFFF, 1 << 15, 0b11, 0, 0x8421]
+    masks = [0b1010_0000_0001_0110, 0, 0xFFFF, 1 << 15, 0b11, 0, 0x8421] + _scheduler_masks(k, rng)
     dut = Scheduler(lanes=lanes, k=k, n=n, n_par=n_par, sparse=True)
     want = []
     for i, mask in enumerate(masks):
@@ -60,7 +69,9 @@ def test_scheduler_walks_each_rows_columns_in_order(n, n_par):
             _, _, release = await ctx.tick().sample(dut.release)
             full = [full[s] and not (release >> s) & 1 for s in range(2)]
             ctx.set(dut.take, 0)
-            for _ in range(rng.randrange(1, 4)):      # its data beats arrive
+            # Its data beats arrive: a nonempty row is full 3 cycles after its take at the
+            # earliest (mask, count, one beat), an empty one the next cycle.
+            for _ in range(rng.randrange(0 if mask == 0 else 2, 5)):
                 _, _, release = await ctx.tick().sample(dut.release)
                 full = [full[s] and not (release >> s) & 1 for s in range(2)]
             full[slot] = True
@@ -76,7 +87,7 @@ def test_scheduler_walks_each_rows_columns_in_order(n, n_par):
             ctx.set(dut.freed, int(freed))
             pending = [c - 1 for c in (pending[1:] if freed else pending)]
             if valid:
-                rank = (row_addr & ((1 << 2) - 1)) * lanes + payload.lane  # beat bits: k/lanes=4
+                rank = (row_addr & ((1 << beat_bits) - 1)) * lanes + payload.lane
                 got.append((None if payload.zero else b_addr, None if payload.zero else rank,
                             bool(payload.push), bool(payload.zero), bool(payload.tlast)))
                 if payload.push:
