@@ -100,6 +100,11 @@ def _column(local, group, groups):
     return Cat(local, group) if groups > 1 else local
 
 
+def _move(target, fields):
+    """Assignments of ``fields`` (name -> value) to the like-named fields of view ``target``."""
+    return [target[name].eq(value) for name, value in fields.items()]
+
+
 def walker_layout(k):
     """A scheduler slot's place in its row's mask: the column of its next pass (``head``); the
     bits after it in its group (``cur_rest``, group ``cur_g``); the next nonempty group's bits
@@ -423,9 +428,6 @@ class Scheduler(wiring.Component):
                 hop = {**refill, "head": _column(in_next, st.nxt_g, G),
                        "cur_rest": next_rest, "cur_g": st.nxt_g}
 
-                def move(target, fields):
-                    return [target[name].eq(value) for name, value in fields.items()]
-
                 advance = Signal(name=f"slot{s}_advance")
                 m.d.comb += advance.eq(issue & (c_slot == s) & ~cur.zero & ~last_nonzero)
                 with m.If(self.take[s]):
@@ -433,16 +435,16 @@ class Scheduler(wiring.Component):
                                  st.gleft.eq(Cat(*[self.mask[lo:lo + GW].any()
                                                    for lo in range(0, K, GW)]))]
                 with m.Elif(prime[0][s]):
-                    m.d.sync += move(st, refill)
+                    m.d.sync += _move(st, refill)
                 with m.Elif(prime[1][s] | (advance & ~st.cur_rest.any())):
-                    m.d.sync += move(st, hop)
+                    m.d.sync += _move(st, hop)
                 with m.Elif(advance):
-                    m.d.sync += move(st, step)
+                    m.d.sync += _move(st, step)
                 if CG > 1:
                     # A row's column groups after the first start again from its primed state.
                     first = Signal(walker, name=f"slot{s}_first")
                     with m.If(prime[1][s]):
-                        m.d.sync += move(first, hop)
+                        m.d.sync += _move(first, hop)
                     with m.If(issue & (c_slot == s) & ~cur.zero & last_nonzero):
                         m.d.sync += st.eq(first)
 
