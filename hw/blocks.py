@@ -1,9 +1,9 @@
 """Registry of every block the generator knows, in dependency order."""
 
-from . import compactor, core, expander, gemm, monitor
+from . import compactor, core, engine, expander, gemm, monitor
 
 BLOCKS = {b.name: b for b in (monitor.BLOCK, compactor.BLOCK, expander.BLOCK, gemm.BLOCK,
-                                     core.BLOCK)}
+                                     core.BLOCK, engine.BLOCK)}
 
 
 def get(name):

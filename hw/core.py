@@ -35,6 +35,8 @@ after it happens)
     ``THRESHOLD`` (those run sparse in the next pass, in auto mode).
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
@@ -168,229 +170,245 @@ class SpartanCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        p = self._p
-        L, W, K, N = p["lanes"], p["width"], p["k"], p["n"]
-        depth = p["table_depth"]
-        gemm_params = {q.name: p[q.name] for q in GEMM_PARAMS if q.name != "sparse"}
-
-        m.submodules.monitor = monitor = SparsityMonitor(
-            lanes=L, width=W, number_format="int", max_tile_elems=p["max_tile_elems"])
-        m.submodules.compactor = compactor = Compactor(lanes=L, width=W, number_format="int",
-                                                       cols=K)
-        m.submodules.gemm = gemm = SparseGemm(**gemm_params)
-        m.submodules.regs = regs = AxiLiteRegisters(self._map)
-        m.submodules.modes = modes = fifo.SyncFIFO(width=1, depth=TILES_IN_FLIGHT)
-
+        regs = AxiLiteRegisters(self._map)
         for name in axil_members(self._map.addr_width):
             port, inner = getattr(self, name), getattr(regs, name)
             if self.signature.members[name].flow == In:
                 m.d.comb += inner.eq(port)
             else:
                 m.d.comb += port.eq(inner)
-
-        f = regs.fields
-        mode, threshold = f[("CTRL", "MODE")], f[("THRESHOLD", "THRESHOLD")]
-        pass_start, clear, forget = (f[("CTRL", "PASS_START")], f[("CTRL", "CLEAR")],
-                                     f[("CTRL", "FORGET")])
-        table_base = f[("TABLE_BASE", "TABLE_BASE")]
-
-        # --- A: s_axis_a -> monitor -> compactor (with the tile's mode in tuser) -------------
-        a, mon_in, mon_out = self.s_axis_a, monitor.s_axis, monitor.m_axis
-        first = Signal(init=1)  # the next A beat starts a tile
-        sparse_next = Signal()  # the decision for the tile that starts next (when ready)
-        decision_ready = Signal()
-        a_tile = Signal(32)
-        can_start = Signal()
-        m.d.comb += [
-            can_start.eq(~first | (modes.w_rdy & decision_ready)),
-            mon_in.payload.eq(a.payload),
-            mon_in.valid.eq(a.valid & can_start),
-            a.ready.eq(mon_in.ready & can_start),
-            monitor.threshold.eq(threshold),
-            compactor.s_axis.payload.data.eq(mon_out.payload.data),
-            compactor.s_axis.payload.last.eq(mon_out.payload.last),
-            compactor.s_axis.payload.user.eq(~sparse_next),  # 1 = dense bypass
-            compactor.s_axis.valid.eq(mon_out.valid),
-            mon_out.ready.eq(compactor.s_axis.ready),
-        ]
-        a_take = Signal()
-        m.d.comb += a_take.eq(a.valid & a.ready)
-        a_tile_next = Signal(32)
-        m.d.comb += a_tile_next.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
-        with m.If(a_take):
-            m.d.sync += first.eq(a.payload.last)
-        m.d.sync += a_tile.eq(a_tile_next)
-        m.d.comb += [modes.w_en.eq(a_take & first), modes.w_data.eq(sparse_next)]
-
-        # --- density table ------------------------------------------------------------------
-        count_w = Shape.cast(stats_layout(L, p["max_tile_elems"])["nnz"].shape).width
-        entry = data.StructLayout({"nnz": count_w, "elems": count_w})
-        m.submodules.table = table = Memory(shape=entry, depth=depth, init=[])
-        valid = Signal(depth)
-        lookup = table.read_port(domain="comb")
-        bus_read = table.read_port()
-        write = table.write_port()
-        index_w = max(depth.bit_length(), 1)
-        # The decision is a pipeline of DECISION_STAGES registers (index, table read, its
-        # copy, the THRESHOLD x elems multiplier's input and output, the verdict), so no path runs from an A handshake through
-        # the table and a multiplier (it limited the core to 33 MHz). It works one tile ahead:
-        # while a tile streams in, it decides the tile after it (``target``), so a tile boundary
-        # does not change its input and costs no cycle. Whenever an input changes (the target
-        # moves, MODE, THRESHOLD or TABLE_BASE is written, the table is forgotten, or a record
-        # lands in the entry being read) ``settle`` restarts, and no tile starts before the
-        # verdict has passed through every stage: only tiles shorter than the pipeline wait.
-        target = Signal(32)
-        m.d.comb += target.eq(a_tile + ~first)
-        lookup_index = Signal(33)
-        m.d.sync += lookup_index.eq(table_base + target)
-        m.d.comb += lookup.addr.eq(lookup_index[:index_w])
-        has_entry, entry_nnz, entry_elems = Signal(), Signal(count_w), Signal(count_w)
-        m.d.sync += [has_entry.eq((lookup_index < depth) & valid.bit_select(lookup.addr, 1)),
-                     entry_nnz.eq(lookup.data.nnz), entry_elems.eq(lookup.data.elems)]
-        # Registered again: the tools make the first register the block RAM's synchronous
-        # read, whose output (5.8 ns on ECP5) straight into the multiplier was the core's
-        # critical path.
-        entry_elems_q = delayed(m, entry_elems, 1, "entry_elems")
-        # THRESHOLD x elems on a multiplier with registers at its inputs and at its output:
-        # its DSP slice is wherever the GEMM left one free, and routes of up to 4.9 ns in and
-        # 4.8 ns out of it were the core's critical path on ECP5 (a MULT18X18D takes at most
-        # 18-bit operands: larger tables infer it).
-        fits_dsp = count_w <= ecp5.MAX_WIDTH
-        threshold_elems = ecp5.multiply(m, "threshold_mult", threshold, entry_elems_q,
-                                        signed=False,
-                                        multiplier=p["multiplier"] if fits_dsp else "inferred")
-        scaled_nnz = delayed(m, entry_nnz << 8, 1 + ecp5.LATENCY, "scaled_nnz")
-        has_entry_d = delayed(m, has_entry, 1 + ecp5.LATENCY, "has_entry")
-        m.d.sync += sparse_next.eq((mode == MODES["sparse"])
-                                   | ((mode == MODES["auto"]) & has_entry_d
-                                      & (scaled_nnz <= threshold_elems)))
-
-        # Every restart is known in the cycle before the input changes (a register's write is
-        # seen as the bus accepts it, a tile's start as its first beat is taken), so the
-        # countdown starts at DECISION_STAGES and ``decision_ready`` is a register compare:
-        # no path runs from a register's value to ``s_axis_a_tready`` (with the change
-        # detected one cycle late instead, one ran from TABLE_BASE through the A handshake
-        # to the counters, 55 MHz on ECP5). A record for the entry being read is the one
-        # input seen only as it changes; it holds the next tile back for that cycle (records
-        # reach an entry being read only late from a previous pass, after PASS_START).
-        stats = monitor.m_axis_stats
-        stats_tile = Signal(32)
-        # A record is written the cycle after the monitor sends it, its entry's index
-        # registered on the way (TABLE_BASE + tile, compared with the depth, into the valid
-        # bits' decoder in one cycle was the core's critical path, 10.8 ns); FORGET drops a
-        # record on its way, as it drops the ones already written.
-        record_valid = Signal()
-        record_index, record_fits = Signal(index_w), Signal()
-        record_data = Signal.like(write.data)
-        m.d.comb += stats.ready.eq(1)
-        m.d.sync += [record_valid.eq(stats.valid & ~forget),
-                     record_index.eq((table_base + stats_tile)[:index_w]),
-                     record_fits.eq(table_base + stats_tile < depth),
-                     record_data.nnz.eq(stats.payload.data.nnz),
-                     record_data.elems.eq(stats.payload.data.elems)]
-        record = record_valid & record_fits
-        m.d.comb += [write.addr.eq(record_index), write.en.eq(record), write.data.eq(record_data)]
-        m.d.sync += stats_tile.eq(Mux(pass_start, 0, stats_tile + stats.valid))
-        # ``record_hits``: the record now landing is for the entry now being read. Compared a
-        # cycle early and registered (the same as comparing the registered record with the
-        # registered target): from those registers through the compare, the A handshake and
-        # the tile counter's add was the core's critical path on ECP5 (10.3 ns).
-        record_hits = Signal()
-        m.d.sync += record_hits.eq(stats.valid & ~forget
-                                   & (stats_tile[:index_w] == target[:index_w]))
-        restart = Signal()
-        m.d.comb += restart.eq(regs.written["CTRL"] | regs.written["THRESHOLD"]
-                               | regs.written["TABLE_BASE"] | pass_start | (a_take & first)
-                               | record_hits)
-        settle = Signal(range(DECISION_STAGES + 1), init=DECISION_STAGES - 1)
-        with m.If(restart):
-            m.d.sync += settle.eq(DECISION_STAGES)
-        with m.Elif(settle != 0):
-            m.d.sync += settle.eq(settle - 1)
-        m.d.comb += decision_ready.eq((settle == 0) & ~record_hits)
-
-        # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
-        m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
-
-        # Bus view: word 2e = nnz | valid << 31, word 2e+1 = elems.
-        window = "DENSITY_TABLE"
-        word_addr = regs.window_addr[window]
-        odd, entry_valid = Signal(), Signal()
-        m.d.comb += bus_read.addr.eq(word_addr[1:])
-        m.d.sync += [odd.eq(word_addr[0]), entry_valid.eq(valid.bit_select(word_addr[1:], 1))]
-        m.d.comb += regs.window_data[window].eq(
-            Mux(odd, bus_read.data.elems, bus_read.data.nnz | (entry_valid << 31)))
-
-        # --- compactor -> GEMM, B, C --------------------------------------------------------
-        mask = compactor.m_axis_mask
-        m.d.comb += [
-            gemm.s_axis_a_mask.payload.eq(mask.payload),
-            gemm.s_axis_a_mask.valid.eq(mask.valid),
-            mask.ready.eq(gemm.s_axis_a_mask.ready),
-        ]
-        wiring.connect(m, compactor.m_axis_data, gemm.s_axis_a_data)
-        wiring.connect(m, wiring.flipped(self.s_axis_b), gemm.s_axis_b)
-        wiring.connect(m, gemm.m_axis_c, wiring.flipped(self.m_axis_c))
-        c = self.m_axis_c
-        c_done = Signal()
-        m.d.comb += [c_done.eq(c.valid & c.ready & c.payload.last),
-                     modes.r_en.eq(c_done)]
-        tile_mode = modes.r_data[0]
-
-        # --- counters -----------------------------------------------------------------------
-        # Every increment reaches its counter two cycles after its event, through registers:
-        # in one cycle, a row mask's popcount, its product and a saturating 32-bit
-        # add were the core's critical path on ECP5 (17.6 ns). MACS_* take the popcount in two
-        # steps (8-bit chunk counts, then their sum); CLEAR drops the increments in flight, as
-        # it drops those of its own cycle.
-        mask_take = mask.valid & mask.ready
-        row_beat = Signal(range(max(K // L, 2)))
-        row_any = Signal()
-        beat_any = Cat(is_nonzero(a.payload.data[i], W, "int") for i in range(L)).any()
-        row_end = Signal()
-        m.d.comb += row_end.eq(a_take & ((row_beat == K // L - 1) | a.payload.last))
-        with m.If(a_take):
-            m.d.sync += [row_beat.eq(Mux(row_end, 0, row_beat + 1)),
-                         row_any.eq(Mux(row_end, 0, row_any | beat_any))]
-        events = {
-            "CYCLES": 1,
-            "BUSY_CYCLES": modes.r_rdy,
-            "STALL_CYCLES": gemm.stat_stall,
-            "TILES_DENSE": c_done & ~tile_mode,
-            "TILES_SPARSE": c_done & tile_mode,
-            "ROWS_EMPTY": row_end & ~row_any & ~beat_any,
-            "CONFLICT_CYCLES": gemm.stat_conflict,
-            "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
-            "TILES_BELOW": stats.valid & stats.payload.data.sparse,
-            "A_ERRORS": compactor.error,
-        }
-        increments = {}
-        for name, event in events.items():
-            shape = Value.cast(event).shape()
-            first, second = (Signal(shape, name=f"inc_{name.lower()}_{i}") for i in (1, 2))
-            m.d.sync += [first.eq(Mux(clear, 0, event)), second.eq(Mux(clear, 0, first))]
-            increments[name] = second
-        chunks = [mask.payload.data[j:j + 8] for j in range(0, K, 8)]
-        chunk_ones = [Signal(range(len(c) + 1), name=f"mask_ones{i}") for i, c in enumerate(chunks)]
-        m.d.sync += [ones.eq(Mux(mask_take & ~clear, popcount(chunk), 0))
-                     for ones, chunk in zip(chunk_ones, chunks)]
-        mask_taken = Signal()
-        m.d.sync += mask_taken.eq(mask_take & ~clear)
-        row_ones = tree_sum(chunk_ones)
-        for name, value in (("MACS_DONE", row_ones * N), ("MACS_SKIPPED", (K - row_ones) * N)):
-            increments[name] = Signal(range(K * N + 1), name=f"inc_{name.lower()}_2")
-            m.d.sync += increments[name].eq(Mux(mask_taken & ~clear, value, 0))
-        for name, _, _ in COUNTERS:
-            counter = Signal(COUNTER_BITS, name=f"count_{name.lower()}")
-            total = counter + increments[name]
-            with m.If(clear):
-                m.d.sync += counter.eq(0)
-            with m.Else():
-                m.d.sync += counter.eq(Mux(total[COUNTER_BITS:].any(),
-                                           (1 << COUNTER_BITS) - 1, total[:COUNTER_BITS]))
-            m.d.comb += f[(name, name)].eq(counter)
-        m.d.comb += f[("TILE", "TILE")].eq(a_tile)
+        tile_datapath(m, self._p, regs, a=self.s_axis_a, b=wiring.flipped(self.s_axis_b),
+                      c=wiring.flipped(self.m_axis_c))
         return m
+
+
+def tile_datapath(m, p, regs, *, a, b, c):
+    """The core's data path and control, shared by :class:`SpartanCore` and the layer engine
+    (:mod:`spartan_rtl.hw.engine`): monitor -> compactor -> GEMM with the per-tile decision,
+    the density table and the counters, added to module ``m``.
+
+    ``regs``: the register slave (added here, as submodule ``regs``), or a view of another
+    block's slave with its ``fields``/``written``/``window_addr``/``window_data`` for the
+    fields of :func:`register_map` the data path uses (added by that block). ``a``: the ``A`` stream read here (its
+    ``ready`` driven here); ``b``: an outgoing ``B`` stream view, ``c`` an incoming ``C``
+    stream view, connected to the GEMM. Returns the blocks and a few status signals.
+    """
+    L, W, K, N = p["lanes"], p["width"], p["k"], p["n"]
+    depth = p["table_depth"]
+    gemm_params = {q.name: p[q.name] for q in GEMM_PARAMS if q.name != "sparse"}
+
+    m.submodules.monitor = monitor = SparsityMonitor(
+        lanes=L, width=W, number_format="int", max_tile_elems=p["max_tile_elems"])
+    m.submodules.compactor = compactor = Compactor(lanes=L, width=W, number_format="int",
+                                                   cols=K)
+    m.submodules.gemm = gemm = SparseGemm(**gemm_params)
+    if isinstance(regs, AxiLiteRegisters):
+        m.submodules.regs = regs
+    m.submodules.modes = modes = fifo.SyncFIFO(width=1, depth=TILES_IN_FLIGHT)
+
+    f = regs.fields
+    mode, threshold = f[("CTRL", "MODE")], f[("THRESHOLD", "THRESHOLD")]
+    pass_start, clear, forget = (f[("CTRL", "PASS_START")], f[("CTRL", "CLEAR")],
+                                 f[("CTRL", "FORGET")])
+    table_base = f[("TABLE_BASE", "TABLE_BASE")]
+
+    # --- A: s_axis_a -> monitor -> compactor (with the tile's mode in tuser) -------------
+    mon_in, mon_out = monitor.s_axis, monitor.m_axis
+    first = Signal(init=1)  # the next A beat starts a tile
+    sparse_next = Signal()  # the decision for the tile that starts next (when ready)
+    decision_ready = Signal()
+    a_tile = Signal(32)
+    can_start = Signal()
+    m.d.comb += [
+        can_start.eq(~first | (modes.w_rdy & decision_ready)),
+        mon_in.payload.eq(a.payload),
+        mon_in.valid.eq(a.valid & can_start),
+        a.ready.eq(mon_in.ready & can_start),
+        monitor.threshold.eq(threshold),
+        compactor.s_axis.payload.data.eq(mon_out.payload.data),
+        compactor.s_axis.payload.last.eq(mon_out.payload.last),
+        compactor.s_axis.payload.user.eq(~sparse_next),  # 1 = dense bypass
+        compactor.s_axis.valid.eq(mon_out.valid),
+        mon_out.ready.eq(compactor.s_axis.ready),
+    ]
+    a_take = Signal()
+    m.d.comb += a_take.eq(a.valid & a.ready)
+    a_tile_next = Signal(32)
+    m.d.comb += a_tile_next.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
+    with m.If(a_take):
+        m.d.sync += first.eq(a.payload.last)
+    m.d.sync += a_tile.eq(a_tile_next)
+    m.d.comb += [modes.w_en.eq(a_take & first), modes.w_data.eq(sparse_next)]
+
+    # --- density table ------------------------------------------------------------------
+    count_w = Shape.cast(stats_layout(L, p["max_tile_elems"])["nnz"].shape).width
+    entry = data.StructLayout({"nnz": count_w, "elems": count_w})
+    m.submodules.table = table = Memory(shape=entry, depth=depth, init=[])
+    valid = Signal(depth)
+    lookup = table.read_port(domain="comb")
+    bus_read = table.read_port()
+    write = table.write_port()
+    index_w = max(depth.bit_length(), 1)
+    # The decision is a pipeline of DECISION_STAGES registers (index, table read, its
+    # copy, the THRESHOLD x elems multiplier's input and output, the verdict), so no path runs from an A handshake through
+    # the table and a multiplier (it limited the core to 33 MHz). It works one tile ahead:
+    # while a tile streams in, it decides the tile after it (``target``), so a tile boundary
+    # does not change its input and costs no cycle. Whenever an input changes (the target
+    # moves, MODE, THRESHOLD or TABLE_BASE is written, the table is forgotten, or a record
+    # lands in the entry being read) ``settle`` restarts, and no tile starts before the
+    # verdict has passed through every stage: only tiles shorter than the pipeline wait.
+    target = Signal(32)
+    m.d.comb += target.eq(a_tile + ~first)
+    lookup_index = Signal(33)
+    m.d.sync += lookup_index.eq(table_base + target)
+    m.d.comb += lookup.addr.eq(lookup_index[:index_w])
+    has_entry, entry_nnz, entry_elems = Signal(), Signal(count_w), Signal(count_w)
+    m.d.sync += [has_entry.eq((lookup_index < depth) & valid.bit_select(lookup.addr, 1)),
+                 entry_nnz.eq(lookup.data.nnz), entry_elems.eq(lookup.data.elems)]
+    # Registered again: the tools make the first register the block RAM's synchronous
+    # read, whose output (5.8 ns on ECP5) straight into the multiplier was the core's
+    # critical path.
+    entry_elems_q = delayed(m, entry_elems, 1, "entry_elems")
+    # THRESHOLD x elems on a multiplier with registers at its inputs and at its output:
+    # its DSP slice is wherever the GEMM left one free, and routes of up to 4.9 ns in and
+    # 4.8 ns out of it were the core's critical path on ECP5 (a MULT18X18D takes at most
+    # 18-bit operands: larger tables infer it).
+    fits_dsp = count_w <= ecp5.MAX_WIDTH
+    threshold_elems = ecp5.multiply(m, "threshold_mult", threshold, entry_elems_q,
+                                    signed=False,
+                                    multiplier=p["multiplier"] if fits_dsp else "inferred")
+    scaled_nnz = delayed(m, entry_nnz << 8, 1 + ecp5.LATENCY, "scaled_nnz")
+    has_entry_d = delayed(m, has_entry, 1 + ecp5.LATENCY, "has_entry")
+    m.d.sync += sparse_next.eq((mode == MODES["sparse"])
+                               | ((mode == MODES["auto"]) & has_entry_d
+                                  & (scaled_nnz <= threshold_elems)))
+
+    # Every restart is known in the cycle before the input changes (a register's write is
+    # seen as the bus accepts it, a tile's start as its first beat is taken), so the
+    # countdown starts at DECISION_STAGES and ``decision_ready`` is a register compare:
+    # no path runs from a register's value to ``s_axis_a_tready`` (with the change
+    # detected one cycle late instead, one ran from TABLE_BASE through the A handshake
+    # to the counters, 55 MHz on ECP5). A record for the entry being read is the one
+    # input seen only as it changes; it holds the next tile back for that cycle (records
+    # reach an entry being read only late from a previous pass, after PASS_START).
+    stats = monitor.m_axis_stats
+    stats_tile = Signal(32)
+    # A record is written the cycle after the monitor sends it, its entry's index
+    # registered on the way (TABLE_BASE + tile, compared with the depth, into the valid
+    # bits' decoder in one cycle was the core's critical path, 10.8 ns); FORGET drops a
+    # record on its way, as it drops the ones already written.
+    record_valid = Signal()
+    record_index, record_fits = Signal(index_w), Signal()
+    record_data = Signal.like(write.data)
+    m.d.comb += stats.ready.eq(1)
+    m.d.sync += [record_valid.eq(stats.valid & ~forget),
+                 record_index.eq((table_base + stats_tile)[:index_w]),
+                 record_fits.eq(table_base + stats_tile < depth),
+                 record_data.nnz.eq(stats.payload.data.nnz),
+                 record_data.elems.eq(stats.payload.data.elems)]
+    record = record_valid & record_fits
+    m.d.comb += [write.addr.eq(record_index), write.en.eq(record), write.data.eq(record_data)]
+    m.d.sync += stats_tile.eq(Mux(pass_start, 0, stats_tile + stats.valid))
+    # ``record_hits``: the record now landing is for the entry now being read. Compared a
+    # cycle early and registered (the same as comparing the registered record with the
+    # registered target): from those registers through the compare, the A handshake and
+    # the tile counter's add was the core's critical path on ECP5 (10.3 ns).
+    record_hits = Signal()
+    m.d.sync += record_hits.eq(stats.valid & ~forget
+                               & (stats_tile[:index_w] == target[:index_w]))
+    restart = Signal()
+    m.d.comb += restart.eq(regs.written["CTRL"] | regs.written["THRESHOLD"]
+                           | regs.written["TABLE_BASE"] | pass_start | (a_take & first)
+                           | record_hits)
+    settle = Signal(range(DECISION_STAGES + 1), init=DECISION_STAGES - 1)
+    with m.If(restart):
+        m.d.sync += settle.eq(DECISION_STAGES)
+    with m.Elif(settle != 0):
+        m.d.sync += settle.eq(settle - 1)
+    m.d.comb += decision_ready.eq((settle == 0) & ~record_hits)
+
+    # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
+    m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
+
+    # Bus view: word 2e = nnz | valid << 31, word 2e+1 = elems.
+    window = "DENSITY_TABLE"
+    word_addr = regs.window_addr[window]
+    odd, entry_valid = Signal(), Signal()
+    m.d.comb += bus_read.addr.eq(word_addr[1:])
+    m.d.sync += [odd.eq(word_addr[0]), entry_valid.eq(valid.bit_select(word_addr[1:], 1))]
+    m.d.comb += regs.window_data[window].eq(
+        Mux(odd, bus_read.data.elems, bus_read.data.nnz | (entry_valid << 31)))
+
+    # --- compactor -> GEMM, B, C --------------------------------------------------------
+    mask = compactor.m_axis_mask
+    m.d.comb += [
+        gemm.s_axis_a_mask.payload.eq(mask.payload),
+        gemm.s_axis_a_mask.valid.eq(mask.valid),
+        mask.ready.eq(gemm.s_axis_a_mask.ready),
+    ]
+    wiring.connect(m, compactor.m_axis_data, gemm.s_axis_a_data)
+    wiring.connect(m, b, gemm.s_axis_b)
+    wiring.connect(m, gemm.m_axis_c, c)
+    c_done = Signal()
+    m.d.comb += [c_done.eq(c.valid & c.ready & c.payload.last),
+                 modes.r_en.eq(c_done)]
+    tile_mode = modes.r_data[0]
+
+    # --- counters -----------------------------------------------------------------------
+    # Every increment reaches its counter two cycles after its event, through registers:
+    # in one cycle, a row mask's popcount, its product and a saturating 32-bit
+    # add were the core's critical path on ECP5 (17.6 ns). MACS_* take the popcount in two
+    # steps (8-bit chunk counts, then their sum); CLEAR drops the increments in flight, as
+    # it drops those of its own cycle.
+    mask_take = mask.valid & mask.ready
+    row_beat = Signal(range(max(K // L, 2)))
+    row_any = Signal()
+    beat_any = Cat(is_nonzero(a.payload.data[i], W, "int") for i in range(L)).any()
+    row_end = Signal()
+    m.d.comb += row_end.eq(a_take & ((row_beat == K // L - 1) | a.payload.last))
+    with m.If(a_take):
+        m.d.sync += [row_beat.eq(Mux(row_end, 0, row_beat + 1)),
+                     row_any.eq(Mux(row_end, 0, row_any | beat_any))]
+    events = {
+        "CYCLES": 1,
+        "BUSY_CYCLES": modes.r_rdy,
+        "STALL_CYCLES": gemm.stat_stall,
+        "TILES_DENSE": c_done & ~tile_mode,
+        "TILES_SPARSE": c_done & tile_mode,
+        "ROWS_EMPTY": row_end & ~row_any & ~beat_any,
+        "CONFLICT_CYCLES": gemm.stat_conflict,
+        "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
+        "TILES_BELOW": stats.valid & stats.payload.data.sparse,
+        "A_ERRORS": compactor.error,
+    }
+    increments = {}
+    for name, event in events.items():
+        shape = Value.cast(event).shape()
+        first, second = (Signal(shape, name=f"inc_{name.lower()}_{i}") for i in (1, 2))
+        m.d.sync += [first.eq(Mux(clear, 0, event)), second.eq(Mux(clear, 0, first))]
+        increments[name] = second
+    chunks = [mask.payload.data[j:j + 8] for j in range(0, K, 8)]
+    chunk_ones = [Signal(range(len(c) + 1), name=f"mask_ones{i}") for i, c in enumerate(chunks)]
+    m.d.sync += [ones.eq(Mux(mask_take & ~clear, popcount(chunk), 0))
+                 for ones, chunk in zip(chunk_ones, chunks)]
+    mask_taken = Signal()
+    m.d.sync += mask_taken.eq(mask_take & ~clear)
+    row_ones = tree_sum(chunk_ones)
+    for name, value in (("MACS_DONE", row_ones * N), ("MACS_SKIPPED", (K - row_ones) * N)):
+        increments[name] = Signal(range(K * N + 1), name=f"inc_{name.lower()}_2")
+        m.d.sync += increments[name].eq(Mux(mask_taken & ~clear, value, 0))
+    for name, _, _ in COUNTERS:
+        counter = Signal(COUNTER_BITS, name=f"count_{name.lower()}")
+        total = counter + increments[name]
+        with m.If(clear):
+            m.d.sync += counter.eq(0)
+        with m.Else():
+            m.d.sync += counter.eq(Mux(total[COUNTER_BITS:].any(),
+                                       (1 << COUNTER_BITS) - 1, total[:COUNTER_BITS]))
+        m.d.comb += f[(name, name)].eq(counter)
+    m.d.comb += f[("TILE", "TILE")].eq(a_tile)
+    return SimpleNamespace(monitor=monitor, compactor=compactor, gemm=gemm,
+                           tiles_in_flight=modes.r_rdy, c_done=c_done)
 
 
 def _info(core):

@@ -1,0 +1,462 @@
+"""Layer engine (docs/engine.md, docs/interfaces.md#engine): whole training-step GEMMs from
+memory, partial sums kept on chip.
+
+One ``START`` runs a layer's forward (``OP`` 0, ``Y = X·W``), data-gradient (1, ``dX = dY·Wᵀ``)
+or weight-gradient (2, ``dW = Xᵀ·dY``) GEMM on matrices laid out as a training framework
+holds them. Around the core's data path (:func:`spartan_rtl.hw.core.tile_datapath`: monitor ->
+compactor -> sparse GEMM, the per-tile decision, density table and counters):
+
+    sequencer    checks the descriptor, then walks output columns (``n``), output rows
+                 (``acc_rows``) and the inner dimension (``k``), one *step* per inner chunk
+    BlockReader  AXI4 reads of each step's ``B`` chunk and ``A`` tile, zero-filled at the edges
+    Transposer   the operand read across its memory rows (dgrad's ``Wᵀ``, wgrad's ``Xᵀ``)
+    Accumulator  the step's ``C`` added to the partial sums of its rows; the last inner chunk's
+                 sums go out
+    ResultWriter AXI4 writes of each result row, once
+
+Loop order and why: for each ``n``-column group, each ``acc_rows`` row group, every inner chunk.
+The partial sums of one row group stay on chip across the whole inner dimension (``C`` leaves
+once), at the cost of reading each ``B`` chunk once per row group.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from . import core
+from . import params as P
+from . import registers
+from .axil import AxiLiteRegisters, axil_members
+from .block import Block
+from .elements import beat_layout, log2
+from .engine_buffers import Accumulator, Transposer, acc_cmd_layout, transpose_cmd_layout
+from .engine_dma import (ADDR_WIDTH, DEST_A, DEST_B, DEST_T, BlockReader, ResultWriter,
+                         axi_master_members, read_cmd_layout, write_cmd_layout)
+from .engine_regs import ENGINE_COUNTERS, ERR_CODES, ID_VALUE, MAX_DIM, OPS, register_map
+from .gemm import sim_models
+
+__all__ = ["SpartanEngine", "BLOCK"]
+
+DIM_BITS = 16
+#: Cycles of the multiply-by-shifts that sizes each region at START (one per bit of a row
+#: count).
+CHECK_CYCLES = DIM_BITS
+
+PARAMS = tuple(P.power_of_two("table_depth", 256, 1, 1024,
+                              "density-table entries (tiles of a layer remembered)")
+               if q.name == "table_depth" else q for q in core.PARAMS) + (
+    P.power_of_two("data_width", 64, 32, 1024, "AXI4 master data bits: lanes*width (one bus "
+                                                "word is one beat of elements)"),
+    P.power_of_two("acc_rows", 256, 8, 4096, "output rows whose partial sums stay on chip "
+                                             "(rows of an A tile)"),
+    P.power_of_two("max_burst", 16, 1, 256, "longest AXI4 burst, beats"),
+)
+
+
+def _check(p):
+    core._check(p)
+    if p["width"] not in (8, 16):
+        raise ValueError(f"width must be 8 or 16 (whole bytes in memory), not {p['width']!r}")
+    if p["acc_width"] not in (16, 32, 64):
+        raise ValueError(f"acc_width must be 16, 32 or 64 (whole bytes in memory), "
+                         f"not {p['acc_width']!r}")
+    if p["data_width"] != p["lanes"] * p["width"]:
+        raise ValueError(f"data_width must be lanes*width ({p['lanes'] * p['width']}), "
+                         f"not {p['data_width']!r}")
+
+
+class SpartanEngine(wiring.Component):
+    """The layer engine.
+
+    Members
+    -------
+    s_axil_* : AXI4-Lite slave (32-bit data, 16-bit byte addresses): :func:`register_map`
+    m_axi_*  : AXI4 master (32-bit addresses, ``data_width`` data, INCR bursts, one ID)
+    irq      : high while ``STATUS.DONE`` and ``IRQ_EN``
+    """
+
+    def __init__(self, **params):
+        p = BLOCK.resolve(params)
+        self._p = p
+        self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length())
+        members = dict(axil_members(self._map.addr_width))
+        members.update(axi_master_members(p["data_width"]))
+        members["irq"] = Out(1)
+        super().__init__(members)
+
+    params = property(lambda self: dict(self._p))
+    regmap = property(lambda self: self._map)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W, K, N, MT = p["lanes"], p["width"], p["k"], p["n"], p["acc_rows"]
+        DW = p["data_width"]
+        BW = DW // 8
+        elem_bytes, acc_bytes = W // 8, p["acc_width"] // 8
+        words_per_c_beat = L * p["acc_width"] // DW
+
+        m.submodules.regs = regs = AxiLiteRegisters(self._map)
+        for name in axil_members(self._map.addr_width):
+            port, inner = getattr(self, name), getattr(regs, name)
+            if self.signature.members[name].flow == In:
+                m.d.comb += inner.eq(port)
+            else:
+                m.d.comb += port.eq(inner)
+        f = regs.fields
+
+        # --- the core's data path, its tiles numbered from each START --------------------------
+        layer_start = Signal()
+        view = SimpleNamespace(fields={**f, ("CTRL", "PASS_START"): layer_start},
+                               written=regs.written, window_addr=regs.window_addr,
+                               window_data=regs.window_data)
+        a = stream.Signature(beat_layout(L, W)).create()
+        b = stream.Signature(beat_layout(L, W)).create()
+        c = wiring.flipped(stream.Signature(beat_layout(L, p["acc_width"])).create())
+        core.tile_datapath(m, {q: p[q] for q in p}, view, a=a, b=b, c=c)
+
+        m.submodules.reader = reader = BlockReader(lanes=L, width=W, data_width=DW,
+                                                   max_burst=p["max_burst"])
+        m.submodules.writer = writer = ResultWriter(data_width=DW, max_burst=p["max_burst"])
+        m.submodules.transposer = transposer = Transposer(
+            lanes=L, width=W, rows_max=max(K, N), cols_max=max(MT, K))
+        m.submodules.accumulator = acc = Accumulator(lanes=L, acc_width=p["acc_width"],
+                                                     rows=MT, n=N)
+        for name in axi_master_members(DW):
+            unit = reader if hasattr(reader, name) else writer
+            if self.signature.members[name].flow == In:
+                m.d.comb += getattr(unit, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(unit, name))
+
+        # Command queues from the sequencer to each unit, in step order.
+        m.submodules.read_cmds = read_cmds = fifo.SyncFIFOBuffered(
+            width=read_cmd_layout(L).size, depth=2)
+        m.submodules.transpose_cmds = transpose_cmds = fifo.SyncFIFOBuffered(
+            width=transpose_cmd_layout().size, depth=2)
+        m.submodules.acc_cmds = acc_cmds = fifo.SyncFIFOBuffered(
+            width=acc_cmd_layout().size, depth=4)
+        m.submodules.write_cmds = write_cmds = fifo.SyncFIFOBuffered(
+            width=write_cmd_layout(DW).size, depth=2)
+        for queue, port in ((read_cmds, reader.cmd), (transpose_cmds, transposer.cmd),
+                            (acc_cmds, acc.cmd), (write_cmds, writer.cmd)):
+            m.d.comb += [port.valid.eq(queue.r_rdy), port.payload.eq(queue.r_data),
+                         queue.r_en.eq(port.ready)]
+
+        # --- the reader's beats to the core or the transposer ----------------------------------
+        op = Signal(2)   # the running layer's OP (the register may change while it runs)
+        beats = reader.beats
+        t_out = transposer.out
+        # Steps run strictly in turn at the core: B chunk s, then A tile s, then C tile s. The
+        # GEMM takes B whenever no tile has reached it, but a tile's first rows may still be in
+        # the monitor and compactor, and the transposer may offer one operand before the
+        # reader has sent the other: so B chunk s waits until C tile s-1 has left, and A tile
+        # s until B chunk s is in. (Counts modulo 4: they never differ by more than one.)
+        b_loaded, a_sent, c_left = Signal(2), Signal(2), Signal(2)
+        b_allowed, a_allowed = Signal(), Signal()
+        m.d.sync += [b_loaded.eq(b_loaded + (b.valid & b.ready & b.payload.last)),
+                     a_sent.eq(a_sent + (a.valid & a.ready & a.payload.last)),
+                     c_left.eq(c_left + (c.valid & c.ready & c.payload.last))]
+        m.d.comb += [b_allowed.eq(b_loaded == c_left), a_allowed.eq(a_sent != b_loaded)]
+        to_core_a = a_allowed & Mux(op == OPS["wgrad"], t_out.valid & (t_out.payload.dest == 0),
+                                    beats.valid & (beats.payload.dest == DEST_A))
+        m.d.comb += [
+            transposer.w_valid.eq(beats.valid & (beats.payload.dest == DEST_T)),
+            transposer.w_last.eq(beats.payload.last), transposer.w_row.eq(beats.payload.row),
+            transposer.w_beat.eq(beats.payload.beat), transposer.w_data.eq(beats.payload.data),
+            beats.ready.eq(Mux(beats.payload.dest == DEST_T, transposer.w_ready,
+                               Mux(beats.payload.dest == DEST_A, a.ready & a_allowed,
+                                   b.ready & b_allowed))),
+            a.valid.eq(to_core_a),
+            a.payload.data.eq(Mux(op == OPS["wgrad"], t_out.payload.data, beats.payload.data)),
+            a.payload.last.eq(Mux(op == OPS["wgrad"], t_out.payload.last, beats.payload.last)),
+            b.valid.eq(b_allowed & Mux(op == OPS["dgrad"], t_out.valid & (t_out.payload.dest == 1),
+                                       beats.valid & (beats.payload.dest == DEST_B))),
+            b.payload.data.eq(Mux(op == OPS["dgrad"], t_out.payload.data, beats.payload.data)),
+            b.payload.last.eq(Mux(op == OPS["dgrad"], t_out.payload.last, beats.payload.last)),
+            t_out.ready.eq(Mux(t_out.payload.dest, b.ready & b_allowed, a.ready & a_allowed)),
+        ]
+
+        # --- C -> accumulator -> bus words -> writer -------------------------------------------
+        m.d.comb += [acc.c.valid.eq(c.valid), acc.c.payload.eq(c.payload), c.ready.eq(acc.c.ready)]
+        sub = Signal(range(max(words_per_c_beat, 2)))
+        sums = acc.out
+        last_sub = sub == words_per_c_beat - 1
+        m.d.comb += [writer.data.valid.eq(sums.valid),
+                     writer.data.payload.eq(sums.payload.word_select(sub, DW)),
+                     sums.ready.eq(writer.data.ready & last_sub)]
+        with m.If(writer.data.valid & writer.data.ready):
+            m.d.sync += sub.eq(Mux(last_sub, 0, sub + 1))
+
+        # --- registers: status, error, counters ------------------------------------------------
+        busy, done, err = Signal(), Signal(), Signal()
+        err_code = Signal(4)
+        m.d.comb += [f[("STATUS", "BUSY")].eq(busy), f[("STATUS", "DONE")].eq(done),
+                     f[("STATUS", "ERR")].eq(err), f[("ERR_CODE", "ERR_CODE")].eq(err_code),
+                     self.irq.eq(done & f[("IRQ_EN", "IRQ_EN")])]
+        events = {"LAYER_CYCLES": busy, "A_WORDS": reader.words_a, "B_WORDS": reader.words_b,
+                  "C_WORDS": writer.words_c}
+        for name, _, _ in ENGINE_COUNTERS:
+            counter = Signal(core.COUNTER_BITS, name=f"count_{name.lower()}")
+            saturated = counter == (1 << core.COUNTER_BITS) - 1
+            with m.If(layer_start):
+                m.d.sync += counter.eq(0)
+            with m.Elif(events[name] & ~saturated):
+                m.d.sync += counter.eq(counter + 1)
+            m.d.comb += f[(name, name)].eq(counter)
+
+        start = f[("CTRL", "START")]
+        mem_error = Signal()   # a read or write was answered with an error in this layer
+        with m.If(reader.r_error | writer.b_error):
+            m.d.sync += [mem_error.eq(1), err.eq(1),
+                         err_code.eq(Mux(reader.r_error, ERR_CODES["READ_RESP"],
+                                         ERR_CODES["WRITE_RESP"]))]
+
+        # --- descriptor (copied at START) and its checks --------------------------------------
+        d = {name: Signal(32, name=f"desc_{name.lower()}")
+             for name in ("M", "K", "N", "A_ADDR", "A_STRIDE", "B_ADDR", "B_STRIDE", "C_ADDR",
+                          "C_STRIDE")}
+        # The three matrices' shapes by OP: (rows, columns, bytes per element).
+        mo, ki, no = Signal(DIM_BITS), Signal(DIM_BITS), Signal(DIM_BITS)
+        shapes = {
+            "A": (d["M"], Mux(op == OPS["dgrad"], d["N"], d["K"]), elem_bytes),
+            "B": (Mux(op == OPS["wgrad"], d["M"], d["K"]), d["N"], elem_bytes),
+            "C": (Mux(op == OPS["wgrad"], d["K"], d["M"]),
+                  Mux(op == OPS["dgrad"], d["K"], d["N"]), acc_bytes),
+        }
+        row_bytes, span, end = {}, {}, {}
+        for x, (rows, cols, size) in shapes.items():
+            # A row's bytes rounded up to bus words.
+            row_words = Signal(DIM_BITS + 4, name=f"row_words_{x.lower()}")
+            m.d.comb += row_words.eq((cols[:DIM_BITS] * size + (BW - 1)) >> log2(BW))
+            row_bytes[x] = Cat(Const(0, log2(BW)), row_words)
+            span[x] = Signal(DIM_BITS + 32, name=f"span_{x.lower()}")   # (rows - 1) * stride
+            end[x] = Signal(DIM_BITS + 33, name=f"end_{x.lower()}")
+        step = Signal(range(CHECK_CYCLES + 1))
+        multiplier = {x: Signal(DIM_BITS, name=f"rows_m1_{x.lower()}") for x in "ABC"}
+
+        loop = {name: Signal(DIM_BITS + 1, name=f"{name}_left") for name in ("mo", "ki", "no")}
+        off = {name: Signal(32, name=f"off_{name}")
+               for name in ("a_mt", "a_kc", "b_kc", "b_nc", "c_mt", "c_nc")}
+        delta = {name: Signal(32, name=f"delta_{name}") for name in off}
+        kc_first = Signal()
+        kc_last, mt_last, nc_last = (loop["ki"] <= K), (loop["mo"] <= MT), (loop["no"] <= N)
+        mv = Mux(mt_last, loop["mo"], MT)[:DIM_BITS]
+        kv = Mux(kc_last, loop["ki"], K)[:DIM_BITS]
+        nv = Mux(nc_last, loop["no"], N)[:DIM_BITS]
+
+        def valid_words(count):
+            return (count + (L - 1)) >> log2(L)
+
+        def last_mask(count):
+            rem = count[:log2(L)] if L > 1 else Const(0, 1)
+            return Mux(rem == 0, (1 << L) - 1, (Const(1, L + 1) << rem) - 1)[:L]
+
+        def read_cmd(base, stride, rows, valid_rows, beats, count, dest, operand_b):
+            cmd = Signal(read_cmd_layout(L))
+            return cmd, [cmd.base.eq(base), cmd.stride.eq(stride), cmd.rows.eq(rows),
+                         cmd.valid_rows.eq(valid_rows), cmd.beats.eq(beats),
+                         cmd.words.eq(valid_words(count)), cmd.last_mask.eq(last_mask(count)),
+                         cmd.dest.eq(dest), cmd.operand_b.eq(operand_b)]
+
+        b_cmd, b_set = read_cmd(
+            d["B_ADDR"] + off["b_kc"] + off["b_nc"], d["B_STRIDE"],
+            Mux(op == OPS["dgrad"], N, K), Mux(op == OPS["dgrad"], nv, kv),
+            Mux(op == OPS["dgrad"], K // L, N // L), Mux(op == OPS["dgrad"], kv, nv),
+            Mux(op == OPS["dgrad"], DEST_T, DEST_B), 1)
+        a_cmd, a_set = read_cmd(
+            d["A_ADDR"] + off["a_mt"] + off["a_kc"], d["A_STRIDE"],
+            Mux(op == OPS["wgrad"], K, mv), Mux(op == OPS["wgrad"], kv, mv),
+            Mux(op == OPS["wgrad"], MT // L, K // L), Mux(op == OPS["wgrad"], mv, kv),
+            Mux(op == OPS["wgrad"], DEST_T, DEST_A), 0)
+        m.d.comb += b_set + a_set
+        t_cmd = Signal(transpose_cmd_layout())
+        m.d.comb += [t_cmd.cols.eq(Mux(op == OPS["dgrad"], K, mv)),
+                     t_cmd.beats.eq(Mux(op == OPS["dgrad"], N // L, K // L)),
+                     t_cmd.dest.eq(op == OPS["dgrad"])]
+        a_cmd_acc = Signal(acc_cmd_layout())
+        m.d.comb += [a_cmd_acc.first.eq(kc_first), a_cmd_acc.last.eq(kc_last)]
+        w_cmd = Signal(write_cmd_layout(DW))
+        out_bytes = nv * acc_bytes
+        rem_bytes = out_bytes[:log2(BW)]
+        m.d.comb += [w_cmd.base.eq(d["C_ADDR"] + off["c_mt"] + off["c_nc"]),
+                     w_cmd.stride.eq(d["C_STRIDE"]), w_cmd.rows.eq(mv),
+                     w_cmd.words.eq((out_bytes + (BW - 1)) >> log2(BW)),
+                     w_cmd.total_words.eq(N // L * words_per_c_beat),
+                     w_cmd.last_strb.eq(Mux(rem_bytes == 0, (1 << BW) - 1,
+                                            (Const(1, BW + 1) << rem_bytes) - 1)[:BW])]
+
+        with m.If(start & busy):
+            m.d.sync += [err.eq(1), err_code.eq(ERR_CODES["BUSY"])]
+
+        def refuse(code):
+            return [err.eq(1), err_code.eq(code), done.eq(1), busy.eq(0)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(start):
+                    m.d.sync += [busy.eq(1), done.eq(0), err.eq(0), err_code.eq(0),
+                                 mem_error.eq(0), op.eq(f[("OP", "OP")])]
+                    m.d.sync += [sig.eq(f[(name, name)]) for name, sig in d.items()]
+                    m.next = "CHECK_FIELDS"
+            with m.State("CHECK_FIELDS"):
+                aligned = Cat(*[d[name][:log2(BW)] for name in ("A_ADDR", "A_STRIDE", "B_ADDR",
+                                                                "B_STRIDE", "C_ADDR",
+                                                                "C_STRIDE")]) == 0
+                dims_ok = Cat(*[(d[x] == 0) | (d[x] > MAX_DIM) for x in ("M", "K", "N")]) == 0
+                strides_ok = Cat(*[d[f"{x}_STRIDE"] < row_bytes[x] for x in "ABC"]) == 0
+                m.d.sync += step.eq(0)
+                m.d.sync += [span[x].eq(0) for x in "ABC"]
+                m.d.sync += [multiplier[x].eq(rows[:DIM_BITS] - 1)
+                             for x, (rows, _, _) in shapes.items()]
+                with m.If(op == 3):
+                    m.d.sync += refuse(ERR_CODES["BAD_OP"])
+                    m.next = "IDLE"
+                with m.Elif(~dims_ok):
+                    m.d.sync += refuse(ERR_CODES["BAD_DIM"])
+                    m.next = "IDLE"
+                with m.Elif(~aligned):
+                    m.d.sync += refuse(ERR_CODES["UNALIGNED"])
+                    m.next = "IDLE"
+                with m.Elif(~strides_ok):
+                    m.d.sync += refuse(ERR_CODES["BAD_STRIDE"])
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "SPAN"
+            with m.State("SPAN"):
+                # span = (rows - 1) * stride, most significant bit of rows - 1 first.
+                for x in "ABC":
+                    bit = multiplier[x][DIM_BITS - 1]
+                    m.d.sync += [span[x].eq((span[x] << 1) + Mux(bit, d[f"{x}_STRIDE"], 0)),
+                                 multiplier[x].eq(multiplier[x] << 1)]
+                m.d.sync += step.eq(step + 1)
+                with m.If(step == CHECK_CYCLES - 1):
+                    m.next = "END"
+            with m.State("END"):
+                m.d.sync += [end[x].eq(d[f"{x}_ADDR"] + span[x] + row_bytes[x]) for x in "ABC"]
+                m.next = "CHECK_REGIONS"
+            with m.State("CHECK_REGIONS"):
+                in_range = Cat(*[end[x] > (1 << ADDR_WIDTH) for x in "ABC"]) == 0
+                overlap = Cat(*[(d["C_ADDR"] < end[x]) & (d[f"{x}_ADDR"] < end["C"])
+                                for x in "AB"]) != 0
+                with m.If(~in_range):
+                    m.d.sync += refuse(ERR_CODES["RANGE"])
+                    m.next = "IDLE"
+                with m.Elif(overlap):
+                    m.d.sync += refuse(ERR_CODES["OVERLAP"])
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += layer_start.eq(1)
+                    rows_c, cols_c = shapes["C"][0], shapes["C"][1]
+                    m.d.sync += [
+                        mo.eq(rows_c), no.eq(cols_c),
+                        ki.eq(Mux(op == OPS["forward"], d["K"],
+                                  Mux(op == OPS["dgrad"], d["N"], d["M"]))),
+                        loop["mo"].eq(rows_c), loop["no"].eq(cols_c),
+                        loop["ki"].eq(Mux(op == OPS["forward"], d["K"],
+                                          Mux(op == OPS["dgrad"], d["N"], d["M"]))),
+                        kc_first.eq(1),
+                        delta["a_mt"].eq(Mux(op == OPS["wgrad"], MT * elem_bytes,
+                                             d["A_STRIDE"] * MT)),
+                        delta["a_kc"].eq(Mux(op == OPS["wgrad"], d["A_STRIDE"] * K,
+                                             K * elem_bytes)),
+                        delta["b_kc"].eq(Mux(op == OPS["dgrad"], K * elem_bytes,
+                                             d["B_STRIDE"] * K)),
+                        delta["b_nc"].eq(Mux(op == OPS["dgrad"], d["B_STRIDE"] * N,
+                                             N * elem_bytes)),
+                        delta["c_mt"].eq(d["C_STRIDE"] * MT),
+                        delta["c_nc"].eq(N * acc_bytes),
+                    ]
+                    m.d.sync += [o.eq(0) for o in off.values()]
+                    m.next = "ISSUE_B"
+            # One step: the B chunk, the A tile, the transposer's read-out, the accumulator's
+            # tile, and after the last inner chunk the result rows.
+            with m.State("ISSUE_B"):
+                m.d.comb += [read_cmds.w_en.eq(1), read_cmds.w_data.eq(b_cmd)]
+                with m.If(read_cmds.w_rdy):
+                    m.next = "ISSUE_A"
+            with m.State("ISSUE_A"):
+                m.d.comb += [read_cmds.w_en.eq(1), read_cmds.w_data.eq(a_cmd)]
+                with m.If(read_cmds.w_rdy):
+                    m.next = "ISSUE_T"
+            with m.State("ISSUE_T"):
+                m.d.comb += [transpose_cmds.w_en.eq(op != OPS["forward"]),
+                             transpose_cmds.w_data.eq(t_cmd)]
+                with m.If(transpose_cmds.w_rdy | (op == OPS["forward"])):
+                    m.next = "ISSUE_ACC"
+            with m.State("ISSUE_ACC"):
+                m.d.comb += [acc_cmds.w_en.eq(1), acc_cmds.w_data.eq(a_cmd_acc)]
+                with m.If(acc_cmds.w_rdy):
+                    m.next = "ISSUE_W"
+            with m.State("ISSUE_W"):
+                m.d.comb += [write_cmds.w_en.eq(kc_last), write_cmds.w_data.eq(w_cmd)]
+                with m.If(write_cmds.w_rdy | ~kc_last):
+                    m.next = "NEXT"
+            with m.State("NEXT"):
+                m.d.sync += kc_first.eq(kc_last)
+                with m.If(~kc_last):
+                    m.d.sync += [loop["ki"].eq(loop["ki"] - K),
+                                 off["a_kc"].eq(off["a_kc"] + delta["a_kc"]),
+                                 off["b_kc"].eq(off["b_kc"] + delta["b_kc"])]
+                with m.Else():
+                    m.d.sync += [loop["ki"].eq(ki), off["a_kc"].eq(0), off["b_kc"].eq(0)]
+                    with m.If(~mt_last):
+                        m.d.sync += [loop["mo"].eq(loop["mo"] - MT),
+                                     off["a_mt"].eq(off["a_mt"] + delta["a_mt"]),
+                                     off["c_mt"].eq(off["c_mt"] + delta["c_mt"])]
+                    with m.Else():
+                        m.d.sync += [loop["mo"].eq(mo), off["a_mt"].eq(0), off["c_mt"].eq(0),
+                                     loop["no"].eq(loop["no"] - N),
+                                     off["b_nc"].eq(off["b_nc"] + delta["b_nc"]),
+                                     off["c_nc"].eq(off["c_nc"] + delta["c_nc"])]
+                finished = kc_last & mt_last & nc_last
+                with m.If(finished | mem_error):
+                    m.next = "DRAIN"
+                with m.Else():
+                    m.next = "ISSUE_B"
+            with m.State("DRAIN"):
+                quiet = ((read_cmds.level == 0) & (transpose_cmds.level == 0)
+                         & (acc_cmds.level == 0) & (write_cmds.level == 0)
+                         & reader.idle & transposer.idle & acc.idle & writer.idle)
+                with m.If(quiet):
+                    m.d.sync += [busy.eq(0), done.eq(1)]
+                    m.next = "IDLE"
+        return m
+
+
+def _info(engine):
+    rm = engine.regmap
+    p = engine.params
+    models = sim_models(p["multiplier"])
+    model_files = models.pop("extra_files", {})
+    return {
+        "latency_cycles": None,
+        "throughput_beats_per_cycle": None,
+        "registers": rm.manifest(),
+        "id": ID_VALUE,
+        "modes": core.MODES,
+        "ops": OPS,
+        "err_codes": ERR_CODES,
+        "limits": {"max_dim": MAX_DIM, "addr_width": ADDR_WIDTH},
+        "axil": {"addr_width": rm.addr_width, "data_width": 32,
+                 "resp": {"okay": 0, "slverr": 2}},
+        "axi": {"addr_width": ADDR_WIDTH, "data_width": p["data_width"],
+                "max_burst": p["max_burst"], "burst": "INCR", "id": None,
+                "boundary_bytes": 4096},
+        **models,
+        "extra_files": {**registers.render(rm, BLOCK.top), **model_files},
+    }
+
+
+BLOCK = Block(
+    name="engine",
+    top="spartan_engine",
+    summary="layer engine: a whole forward, dgrad or wgrad GEMM from memory (AXI4 master), "
+            "partial sums on chip, adaptive per tile, AXI4-Lite descriptor registers",
+    params=PARAMS,
+    check=_check,
+    build=lambda **p: SpartanEngine(**p),
+    info=_info,
+)

@@ -1,0 +1,182 @@
+"""The layer engine's on-chip buffers (docs/engine.md): the transposer that lets the backward
+GEMMs read operands as a training framework stores them, and the accumulator that keeps
+partial sums on chip across the whole inner dimension.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .elements import beat_layout, log2, mux_tree
+
+__all__ = ["Transposer", "Accumulator", "transpose_cmd_layout", "acc_cmd_layout"]
+
+COUNT_BITS = 16
+
+
+def transpose_cmd_layout():
+    return data.StructLayout({"cols": COUNT_BITS, "beats": COUNT_BITS, "dest": 1})
+
+
+def acc_cmd_layout():
+    return data.StructLayout({"first": 1, "last": 1})
+
+
+def _rotate(values, amount):
+    """``out[i] = values[(i + amount) % len]``: each output a multiplexer tree over the
+    inputs."""
+    n = len(values)
+    return [mux_tree([values[(i + s) % n] for s in range(n)], amount) if n > 1 else values[0]
+            for i in range(n)]
+
+
+class Transposer(wiring.Component):
+    """A block of up to ``rows_max x cols_max`` elements written row-major, ``lanes`` elements a
+    beat, and read column-major, ``lanes`` rows of one column a beat.
+
+    Why skewed banks: a beat written holds ``lanes`` columns of one row, a beat read
+    ``lanes`` rows of one column; each of the ``lanes`` banks must give one element to either.
+    Element ``(r, c)`` lives in bank ``(c + r) mod lanes`` at word ``r*W + c div lanes``
+    (``W`` = ``cols_max/lanes`` rounded up to a power of two): a row's beat spreads over every
+    bank (rotated by ``r``), and so does a column's (rotated by ``c``). One read port and one
+    write port per bank: block RAM.
+
+    ``w_*``: the block reader's beats with their row and beat index; ``w_last`` fills the block
+    (``w_ready`` is low until it has been read out). ``cmd``: read ``cols`` columns of
+    ``beats`` beats each (``rows = beats*lanes``) to ``out`` with ``last`` on the final beat
+    and ``dest`` passed through."""
+
+    def __init__(self, *, lanes, width, rows_max, cols_max):
+        self._p = dict(lanes=lanes, width=width, rows_max=rows_max, cols_max=cols_max)
+        super().__init__({
+            "w_valid": In(1), "w_ready": Out(1), "w_last": In(1),
+            "w_row": In(COUNT_BITS), "w_beat": In(COUNT_BITS),
+            "w_data": In(data.ArrayLayout(width, lanes)),
+            "cmd": In(stream.Signature(transpose_cmd_layout())),
+            "out": Out(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(width, lanes), "last": 1, "dest": 1}))),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W = p["lanes"], p["width"]
+        col_words = 1 << max((p["cols_max"] // L - 1).bit_length(), 0)
+        depth = p["rows_max"] * col_words
+        lane_bits = max(log2(L), 1)
+        full = Signal()
+        m.d.comb += self.w_ready.eq(~full)
+        write = Signal()
+        m.d.comb += write.eq(self.w_valid & ~full)
+        with m.If(write & self.w_last):
+            m.d.sync += full.eq(1)
+
+        # Read side: column ``col``, beat ``rb`` (rows rb*L .. rb*L + L - 1).
+        cmd = self.cmd
+        col, rb = Signal(COUNT_BITS), Signal(COUNT_BITS)
+        m.submodules.staged = staged = fifo.SyncFIFOBuffered(width=L * W + 2, depth=4)
+        issued = Signal()   # a read was issued last cycle: its word is on the ports now
+        issue = Signal()
+        m.d.comb += issue.eq(cmd.valid & full & (staged.level + issued < 3))
+        final = (col == cmd.payload.cols - 1) & (rb == cmd.payload.beats - 1)
+        with m.If(issue):
+            with m.If(rb == cmd.payload.beats - 1):
+                m.d.sync += [rb.eq(0), col.eq(col + 1)]
+            with m.Else():
+                m.d.sync += rb.eq(rb + 1)
+            with m.If(final):
+                m.d.sync += [col.eq(0), rb.eq(0), full.eq(0)]
+                m.d.comb += cmd.ready.eq(1)
+        m.d.sync += issued.eq(issue)
+
+        shift = col[:lane_bits] if L > 1 else 0
+        shift_q, last_q, dest_q = Signal(lane_bits), Signal(), Signal()
+        m.d.sync += [shift_q.eq(shift), last_q.eq(final), dest_q.eq(cmd.payload.dest)]
+        bank_words = []
+        for b in range(L):
+            mem = Memory(shape=unsigned(W), depth=depth, init=[])
+            m.submodules[f"bank{b}"] = mem
+            wp = mem.write_port()
+            rp = mem.read_port()
+            # Write: bank b takes lane (b - row) mod L of the beat.
+            lane = (b - self.w_row[:lane_bits])[:lane_bits] if L > 1 else 0
+            m.d.comb += [
+                wp.en.eq(write),
+                wp.addr.eq(self.w_row * col_words + self.w_beat),
+                wp.data.eq(mux_tree([self.w_data[i] for i in range(L)], lane)
+                           if L > 1 else self.w_data[0]),
+            ]
+            # Read: bank b holds row rb*L + ((b - c) mod L) of column c.
+            row_in_beat = (b - shift)[:lane_bits] if L > 1 else 0
+            m.d.comb += rp.addr.eq((rb * L + row_in_beat) * col_words + (col >> log2(L)))
+            bank_words.append(rp.data)
+        lanes_out = _rotate(bank_words, shift_q)
+        m.d.comb += [staged.w_en.eq(issued),
+                     staged.w_data.eq(Cat(*lanes_out, last_q, dest_q))]
+        out = self.out
+        m.d.comb += [out.valid.eq(staged.r_rdy), staged.r_en.eq(out.ready),
+                     out.payload.as_value().eq(staged.r_data),
+                     self.idle.eq(~full & ~issued & (staged.level == 0))]
+        return m
+
+
+class Accumulator(wiring.Component):
+    """Partial sums of up to ``rows`` rows of ``n`` results, one ``C`` beat (``lanes`` sums) a
+    cycle: a tile's beat ``j`` is added to word ``j`` (its first inner chunk writes it, later
+    chunks add to it); the last chunk's sums leave on ``out`` instead of being stored.
+
+    Read, registered, add, write: a word is read two cycles before the sum of an earlier
+    beat to the same word would land only if a tile had fewer than three beats, so a tile
+    starts only with the pipeline empty (two cycles a tile)."""
+
+    def __init__(self, *, lanes, acc_width, rows, n):
+        self._p = dict(lanes=lanes, acc_width=acc_width, rows=rows, n=n)
+        beat = beat_layout(lanes, acc_width)
+        super().__init__({
+            "cmd": In(stream.Signature(acc_cmd_layout())),
+            "c": In(stream.Signature(beat)),
+            "out": Out(stream.Signature(lanes * acc_width)),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, A = p["lanes"], p["acc_width"]
+        depth = p["rows"] * (p["n"] // L)
+        m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[])
+        rp, wp = sums.read_port(), sums.write_port()
+        m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=4)
+
+        cmd, c = self.cmd, self.c
+        addr = Signal(range(max(depth, 2)))
+        s1_valid, s2_valid = Signal(), Signal()
+        s1_addr, s2_addr = Signal.like(addr), Signal.like(addr)
+        s1_data, s2_data = Signal(L * A), Signal(L * A)
+        s1_first, s2_first, s1_last, s2_last = Signal(), Signal(), Signal(), Signal()
+        s2_stored = Signal(L * A)
+        pipeline_empty = ~s1_valid & ~s2_valid
+        room = results.level + s1_valid + s2_valid < 3
+        m.d.comb += c.ready.eq(cmd.valid & ((addr != 0) | pipeline_empty)
+                               & (~cmd.payload.last | room))
+        take = c.valid & c.ready
+        m.d.comb += rp.addr.eq(addr)
+        with m.If(take):
+            m.d.sync += addr.eq(Mux(c.payload.last, 0, addr + 1))
+            m.d.comb += cmd.ready.eq(c.payload.last)
+        m.d.sync += [s1_valid.eq(take), s1_addr.eq(addr), s1_data.eq(c.payload.data.as_value()),
+                     s1_first.eq(cmd.payload.first), s1_last.eq(cmd.payload.last),
+                     s2_valid.eq(s1_valid), s2_addr.eq(s1_addr), s2_data.eq(s1_data),
+                     s2_first.eq(s1_first), s2_last.eq(s1_last), s2_stored.eq(rp.data)]
+        total = Cat(*[(Mux(s2_first, 0, s2_stored[i * A:(i + 1) * A]) + s2_data[i * A:(i + 1) * A])
+                      [:A] for i in range(L)])
+        m.d.comb += [
+            wp.addr.eq(s2_addr), wp.data.eq(total), wp.en.eq(s2_valid & ~s2_last),
+            results.w_en.eq(s2_valid & s2_last), results.w_data.eq(total),
+            self.out.valid.eq(results.r_rdy), self.out.payload.eq(results.r_data),
+            results.r_en.eq(self.out.ready),
+            self.idle.eq(pipeline_empty & (results.level == 0) & ~cmd.valid),
+        ]
+        return m

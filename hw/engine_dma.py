@@ -1,0 +1,287 @@
+"""The layer engine's memory side (docs/engine.md, "Data movement"): the AXI4 master's ports, a
+block reader (AR + R) and a result writer (AW + W + B).
+
+Both walk *blocks*: ``rows`` rows of ``beats`` beats at ``base + r*stride``, each beat one bus
+word of ``lanes`` elements (``data_width = lanes*width``). Only the first ``valid_rows`` rows and
+``words`` words of a row touch memory; the reader fills the rest with zeros, the writer drops
+it. A row's words go out as INCR bursts of at most ``max_burst`` beats that never cross a
+4 KB boundary. Reads and writes stay in order (one ID), so the R side needs no tags: it walks
+the block the AR side walked, a few blocks behind at most.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .elements import log2
+
+__all__ = ["ADDR_WIDTH", "axi_master_members", "read_cmd_layout", "write_cmd_layout",
+           "BlockReader", "ResultWriter", "DEST_A", "DEST_B", "DEST_T"]
+
+ADDR_WIDTH = 32
+BURST_INCR = 0b01
+ID_WIDTH = 1
+CACHE_NORMAL = 0b0011
+RESP_OKAY = 0b00
+#: Where a read block's beats go: the core's ``A`` or ``B`` stream, or the transposer.
+DEST_A, DEST_B, DEST_T = 0, 1, 2
+#: A 16-bit count: rows, beats and words of one block (at most 4096 of each).
+COUNT_BITS = 16
+
+
+def axi_master_members(data_width):
+    """Port members of the AXI4 master, AMBA names after ``m_axi_``. One ID (0): every
+    transaction in order; a response carrying another ID is taken as an error response.
+    ``*cache`` 0b0011 (normal, non-cacheable, bufferable), ``*prot`` 0 (data, secure,
+    unprivileged)."""
+    aw = ADDR_WIDTH
+    members = {}
+    for ch in ("aw", "ar"):
+        members.update({f"m_axi_{ch}id": Out(ID_WIDTH),
+                        f"m_axi_{ch}addr": Out(aw), f"m_axi_{ch}len": Out(8),
+                        f"m_axi_{ch}size": Out(3), f"m_axi_{ch}burst": Out(2),
+                        f"m_axi_{ch}cache": Out(4), f"m_axi_{ch}prot": Out(3),
+                        f"m_axi_{ch}valid": Out(1), f"m_axi_{ch}ready": In(1)})
+        if ch == "aw":
+            members.update({"m_axi_wdata": Out(data_width), "m_axi_wstrb": Out(data_width // 8),
+                            "m_axi_wlast": Out(1), "m_axi_wvalid": Out(1),
+                            "m_axi_wready": In(1),
+                            "m_axi_bid": In(ID_WIDTH), "m_axi_bresp": In(2), "m_axi_bvalid": In(1), "m_axi_bready": Out(1)})
+        else:
+            members.update({"m_axi_rid": In(ID_WIDTH), "m_axi_rdata": In(data_width), "m_axi_rresp": In(2),
+                            "m_axi_rlast": In(1), "m_axi_rvalid": In(1), "m_axi_rready": Out(1)})
+    return members
+
+
+def read_cmd_layout(lanes):
+    return data.StructLayout({
+        "base": ADDR_WIDTH, "stride": ADDR_WIDTH,
+        "rows": COUNT_BITS, "valid_rows": COUNT_BITS, "beats": COUNT_BITS, "words": COUNT_BITS,
+        "last_mask": lanes,     # lanes of a row's last valid word that hold elements
+        "dest": 2, "operand_b": 1})
+
+
+def write_cmd_layout(data_width):
+    return data.StructLayout({
+        "base": ADDR_WIDTH, "stride": ADDR_WIDTH, "rows": COUNT_BITS,
+        "words": COUNT_BITS,        # words of a row that hold results
+        "total_words": COUNT_BITS,  # words of a row that arrive (the rest are dropped)
+        "last_strb": data_width // 8})
+
+
+class BurstWalker(wiring.Component):
+    """The address side shared by reads and writes: takes a block (``base``, ``stride``,
+    ``rows``, ``words``), issues one request per burst on ``addr``/``len``/``valid``.
+    A burst's length is registered a cycle before it is offered (two cycles a burst): the
+    data side, one word a cycle, is the bottleneck only for bursts of one word."""
+
+    def __init__(self, *, data_width, max_burst):
+        self._bw = data_width // 8
+        self._max_burst = max_burst
+        super().__init__({
+            "start": In(1), "base": In(ADDR_WIDTH), "stride": In(ADDR_WIDTH),
+            "rows": In(COUNT_BITS), "words": In(COUNT_BITS),
+            "busy": Out(1),
+            "addr": Out(ADDR_WIDTH), "len": Out(9), "valid": Out(1), "ready": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        word_shift = log2(self._bw)
+        row_addr, addr = Signal(ADDR_WIDTH), Signal(ADDR_WIDTH)
+        stride, rows_left, words, left = (Signal(ADDR_WIDTH), Signal(COUNT_BITS),
+                                          Signal(COUNT_BITS), Signal(COUNT_BITS))
+        length = Signal(9)
+        to_boundary = Signal(13 - word_shift + 1)
+        m.d.comb += [to_boundary.eq((4096 - addr[:12]) >> word_shift),
+                     self.addr.eq(addr), self.len.eq(length)]
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [row_addr.eq(self.base), addr.eq(self.base),
+                                 stride.eq(self.stride), rows_left.eq(self.rows),
+                                 words.eq(self.words), left.eq(self.words)]
+                    with m.If((self.rows != 0) & (self.words != 0)):
+                        m.next = "SIZE"
+            with m.State("SIZE"):
+                m.d.comb += self.busy.eq(1)
+                shortest = Mux(left < self._max_burst, left, self._max_burst)
+                m.d.sync += length.eq(Mux(to_boundary < shortest, to_boundary, shortest))
+                m.next = "ISSUE"
+            with m.State("ISSUE"):
+                m.d.comb += [self.busy.eq(1), self.valid.eq(1)]
+                with m.If(self.ready):
+                    with m.If(left == length):
+                        m.d.sync += [row_addr.eq(row_addr + stride), addr.eq(row_addr + stride),
+                                     left.eq(words), rows_left.eq(rows_left - 1)]
+                        with m.If(rows_left == 1):
+                            m.next = "IDLE"
+                        with m.Else():
+                            m.next = "SIZE"
+                    with m.Else():
+                        m.d.sync += [addr.eq(addr + (length << word_shift)),
+                                     left.eq(left - length)]
+                        m.next = "SIZE"
+        return m
+
+
+class BlockReader(wiring.Component):
+    """Reads blocks (:func:`read_cmd_layout`) and sends their beats, zero-filled outside the
+    valid rows and words, with ``row``/``beat`` indices and ``last`` on a block's last beat.
+
+    ``r_error`` pulses for a read answered SLVERR or DECERR (its word is used all the same);
+    ``words_a``/``words_b`` pulse per word read for the ``A`` or ``B`` operand."""
+
+    def __init__(self, *, lanes, width, data_width, max_burst):
+        self._p = dict(lanes=lanes, width=width, data_width=data_width, max_burst=max_burst)
+        beat = data.StructLayout({"data": data.ArrayLayout(width, lanes), "last": 1,
+                                  "row": COUNT_BITS, "beat": COUNT_BITS, "dest": 2})
+        members = {
+            "cmd": In(stream.Signature(read_cmd_layout(lanes))),
+            "beats": Out(stream.Signature(beat)),
+            "idle": Out(1), "r_error": Out(1), "words_a": Out(1), "words_b": Out(1),
+        }
+        members.update({name: member for name, member in axi_master_members(data_width).items()
+                        if name.startswith(("m_axi_ar", "m_axi_r"))})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        L, W = p["lanes"], p["width"]
+        m.submodules.walker = walker = BurstWalker(data_width=p["data_width"],
+                                                   max_burst=p["max_burst"])
+        # The R side's copy of each block the AR side has started (in order).
+        m.submodules.pending = pending = fifo.SyncFIFOBuffered(
+            width=read_cmd_layout(L).size, depth=2)
+        cmd = self.cmd
+        m.d.comb += [
+            walker.base.eq(cmd.payload.base), walker.stride.eq(cmd.payload.stride),
+            walker.rows.eq(cmd.payload.valid_rows), walker.words.eq(cmd.payload.words),
+            cmd.ready.eq(~walker.busy & pending.w_rdy),
+            walker.start.eq(cmd.valid & cmd.ready),
+            pending.w_en.eq(cmd.valid & cmd.ready), pending.w_data.eq(cmd.payload.as_value()),
+            self.m_axi_araddr.eq(walker.addr), self.m_axi_arlen.eq(walker.len - 1),
+            self.m_axi_arsize.eq(log2(p["data_width"] // 8)), self.m_axi_arburst.eq(BURST_INCR),
+            self.m_axi_arvalid.eq(walker.valid), walker.ready.eq(self.m_axi_arready),
+            self.m_axi_arid.eq(0), self.m_axi_arcache.eq(CACHE_NORMAL), self.m_axi_arprot.eq(0),
+        ]
+
+        # --- R side: one beat per row position, from memory or zero ---------------------------
+        block = data.View(read_cmd_layout(L), pending.r_data)
+        row, beat = Signal(COUNT_BITS), Signal(COUNT_BITS)
+        in_memory = Signal()
+        m.d.comb += in_memory.eq((row < block.valid_rows) & (beat < block.words))
+        last_word = beat == block.words - 1
+        mask = Mux(last_word, block.last_mask, (1 << L) - 1)
+        out = self.beats
+        word = self.m_axi_rdata
+        m.d.comb += [
+            out.valid.eq(pending.r_rdy & (~in_memory | self.m_axi_rvalid)),
+            self.m_axi_rready.eq(pending.r_rdy & in_memory & out.ready),
+            out.payload.row.eq(row), out.payload.beat.eq(beat), out.payload.dest.eq(block.dest),
+            out.payload.last.eq((row == block.rows - 1) & (beat == block.beats - 1)),
+        ]
+        for i in range(L):
+            m.d.comb += out.payload.data[i].eq(Mux(in_memory & mask[i], word[i * W:(i + 1) * W], 0))
+        took_word = self.m_axi_rvalid & self.m_axi_rready
+        m.d.comb += [self.r_error.eq(took_word & ((self.m_axi_rresp != RESP_OKAY)
+                                                  | (self.m_axi_rid != 0))),
+                     self.words_a.eq(took_word & ~block.operand_b),
+                     self.words_b.eq(took_word & block.operand_b)]
+        with m.If(out.valid & out.ready):
+            with m.If(beat == block.beats - 1):
+                m.d.sync += beat.eq(0)
+                with m.If(row == block.rows - 1):
+                    m.d.sync += row.eq(0)
+                    m.d.comb += pending.r_en.eq(1)
+                with m.Else():
+                    m.d.sync += row.eq(row + 1)
+            with m.Else():
+                m.d.sync += beat.eq(beat + 1)
+        m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid)
+        return m
+
+
+class ResultWriter(wiring.Component):
+    """Writes result blocks (:func:`write_cmd_layout`): ``data`` brings each row's
+    ``total_words`` words in order; the first ``words`` are written (the last with
+    ``last_strb``), the rest dropped. W beats of a burst follow its AW transfer; every B
+    response is awaited. ``b_error`` pulses for a response SLVERR or DECERR; ``words_c`` per
+    word written."""
+
+    def __init__(self, *, data_width, max_burst):
+        self._p = dict(data_width=data_width, max_burst=max_burst)
+        members = {
+            "cmd": In(stream.Signature(write_cmd_layout(data_width))),
+            "data": In(stream.Signature(data_width)),
+            "idle": Out(1), "b_error": Out(1), "words_c": Out(1),
+        }
+        members.update({name: member for name, member in axi_master_members(data_width).items()
+                        if name.startswith(("m_axi_aw", "m_axi_w", "m_axi_b"))})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._p
+        DW, BW = p["data_width"], p["data_width"] // 8
+        m.submodules.walker = walker = BurstWalker(data_width=DW, max_burst=p["max_burst"])
+        layout = write_cmd_layout(DW)
+        m.submodules.pending = pending = fifo.SyncFIFOBuffered(
+            width=layout.size, depth=2)
+        # Lengths of the bursts whose AW went out, for the W side's wlast.
+        m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=9, depth=8)
+        cmd = self.cmd
+        m.d.comb += [
+            walker.base.eq(cmd.payload.base), walker.stride.eq(cmd.payload.stride),
+            walker.rows.eq(cmd.payload.rows), walker.words.eq(cmd.payload.words),
+            cmd.ready.eq(~walker.busy & pending.w_rdy),
+            walker.start.eq(cmd.valid & cmd.ready),
+            pending.w_en.eq(cmd.valid & cmd.ready), pending.w_data.eq(cmd.payload.as_value()),
+            self.m_axi_awaddr.eq(walker.addr), self.m_axi_awlen.eq(walker.len - 1),
+            self.m_axi_awsize.eq(log2(BW)), self.m_axi_awburst.eq(BURST_INCR),
+            self.m_axi_awid.eq(0), self.m_axi_awcache.eq(CACHE_NORMAL), self.m_axi_awprot.eq(0),
+            self.m_axi_awvalid.eq(walker.valid & lengths.w_rdy),
+            walker.ready.eq(self.m_axi_awready & lengths.w_rdy),
+            lengths.w_en.eq(walker.valid & walker.ready), lengths.w_data.eq(walker.len),
+        ]
+        outstanding = Signal(16)
+        aw_take = self.m_axi_awvalid & self.m_axi_awready
+        b_take = self.m_axi_bvalid & self.m_axi_bready
+        m.d.sync += outstanding.eq(outstanding + aw_take - b_take)
+        m.d.comb += [self.m_axi_bready.eq(1),
+                     self.b_error.eq(b_take & ((self.m_axi_bresp != RESP_OKAY)
+                                               | (self.m_axi_bid != 0)))]
+
+        # --- W side -----------------------------------------------------------------------------
+        block = data.View(layout, pending.r_data)
+        row, word, in_burst = Signal(COUNT_BITS), Signal(COUNT_BITS), Signal(9)
+        keep = Signal()
+        m.d.comb += keep.eq(word < block.words)
+        src = self.data
+        burst_end = in_burst == lengths.r_data - 1
+        m.d.comb += [
+            self.m_axi_wdata.eq(src.payload),
+            self.m_axi_wstrb.eq(Mux(word == block.words - 1, block.last_strb, (1 << BW) - 1)),
+            self.m_axi_wlast.eq(burst_end),
+            self.m_axi_wvalid.eq(pending.r_rdy & keep & src.valid & lengths.r_rdy),
+            src.ready.eq(pending.r_rdy & (~keep | (self.m_axi_wready & lengths.r_rdy))),
+        ]
+        w_take = self.m_axi_wvalid & self.m_axi_wready
+        m.d.comb += self.words_c.eq(w_take)
+        with m.If(w_take):
+            m.d.sync += in_burst.eq(Mux(burst_end, 0, in_burst + 1))
+            m.d.comb += lengths.r_en.eq(burst_end)
+        with m.If(src.valid & src.ready):
+            with m.If(word == block.total_words - 1):
+                m.d.sync += word.eq(0)
+                with m.If(row == block.rows - 1):
+                    m.d.sync += row.eq(0)
+                    m.d.comb += pending.r_en.eq(1)
+                with m.Else():
+                    m.d.sync += row.eq(row + 1)
+            with m.Else():
+                m.d.sync += word.eq(word + 1)
+        m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid
+                                 & (outstanding == 0) & (lengths.level == 0))
+        return m
