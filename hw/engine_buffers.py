@@ -124,12 +124,19 @@ class Transposer(wiring.Component):
 
 class Accumulator(wiring.Component):
     """Partial sums of up to ``rows`` rows of ``n`` results, one ``C`` beat (``lanes`` sums) a
-    cycle: a tile's beat ``j`` is added to word ``j`` (its first inner chunk writes it, later
-    chunks add to it); the last chunk's sums leave on ``out`` instead of being stored.
+    cycle: a tile's beat ``j`` is added to word ``j`` of ``sums`` (its first inner chunk writes
+    it, later chunks add to it); the last chunk's totals enter ``results``, a FIFO as deep as
+    ``sums``, which ``out`` drains.
 
-    Read, registered, add, write: a word is read two cycles before the sum of an earlier
-    beat to the same word would land only if a tile had fewer than three beats, so a tile
-    starts only with the pipeline empty (two cycles a tile)."""
+    Why a FIFO as deep as a row group: the bus takes a result row in
+    ``n*acc_width/data_width`` cycles (32 at the defaults), four times as long as the GEMM
+    takes to make it at low density. Held in ``results``, a row group's totals go out while
+    the next row group computes its first inner chunks (which use ``sums`` only); only when
+    ``results`` is full does a last chunk wait.
+
+    Read, registered, add, write: a word is read two cycles before the sum of an earlier beat
+    to the same word would land only if a tile had fewer than three beats, so a tile starts
+    only with the pipeline empty (two cycles a tile)."""
 
     def __init__(self, *, lanes, acc_width, rows, n):
         self._p = dict(lanes=lanes, acc_width=acc_width, rows=rows, n=n)
@@ -148,7 +155,7 @@ class Accumulator(wiring.Component):
         depth = p["rows"] * (p["n"] // L)
         m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[])
         rp, wp = sums.read_port(), sums.write_port()
-        m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=4)
+        m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=depth)
 
         cmd, c = self.cmd, self.c
         addr = Signal(range(max(depth, 2)))
@@ -158,7 +165,9 @@ class Accumulator(wiring.Component):
         s1_first, s2_first, s1_last, s2_last = Signal(), Signal(), Signal(), Signal()
         s2_stored = Signal(L * A)
         pipeline_empty = ~s1_valid & ~s2_valid
-        room = results.level + s1_valid + s2_valid < 3
+        # A last chunk's beat is taken only with room in ``results`` for it and the two ahead.
+        room = Signal()
+        m.d.comb += room.eq(results.level + s1_valid + s2_valid < depth)
         m.d.comb += c.ready.eq(cmd.valid & ((addr != 0) | pipeline_empty)
                                & (~cmd.payload.last | room))
         take = c.valid & c.ready

@@ -1203,8 +1203,9 @@ async def bench_layers(dut):
         for channel in tb.ram.channels():
             if spec.get("mem_idle", 0.0):
                 channel.set_pause_generator(pauses(tb.rng, spec["mem_idle"]))
-            else:
+            else:   # (clearing the generator leaves the last pause standing)
                 channel.clear_pause_generator()
+                channel.pause = False
         a, b = tb.operands(spec["op"], spec["M"], spec["K"], spec["N"],
                            density=spec["density"], empty_rows=0.0)
         await tb.ctrl(mode=spec["mode"], clear=True, forget=True)
