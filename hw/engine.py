@@ -21,7 +21,7 @@ once), at the cost of reading each ``B`` chunk once per row group.
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -65,6 +65,19 @@ def _check(p):
     if p["data_width"] != p["lanes"] * p["width"]:
         raise ValueError(f"data_width must be lanes*width ({p['lanes'] * p['width']}), "
                          f"not {p['data_width']!r}")
+
+
+def pack(layout, **values):
+    """The bits of a ``layout`` struct from its fields' values, as an expression: a named
+    signal would keep the bits Yosys finds constant (a parameter's value), unused, and lint
+    would name them."""
+    parts = []
+    for name, field in layout:
+        width = Shape.cast(field.shape).width
+        value = Value.cast(values[name]).as_unsigned()
+        parts.append(value[:width] if len(value) >= width
+                     else Cat(value, Const(0, width - len(value))))
+    return Cat(*parts)
 
 
 class SpartanEngine(wiring.Component):
@@ -192,6 +205,7 @@ class SpartanEngine(wiring.Component):
 
         # --- registers: status, error, counters ------------------------------------------------
         busy, done, err = Signal(), Signal(), Signal()
+        start_accepted = Signal()   # a START while idle: the descriptor is copied, checks begin
         err_code = Signal(4)
         m.d.comb += [f[("STATUS", "BUSY")].eq(busy), f[("STATUS", "DONE")].eq(done),
                      f[("STATUS", "ERR")].eq(err), f[("ERR_CODE", "ERR_CODE")].eq(err_code),
@@ -201,7 +215,7 @@ class SpartanEngine(wiring.Component):
         for name, _, _ in ENGINE_COUNTERS:
             counter = Signal(core.COUNTER_BITS, name=f"count_{name.lower()}")
             saturated = counter == (1 << core.COUNTER_BITS) - 1
-            with m.If(layer_start):
+            with m.If(start_accepted):
                 m.d.sync += counter.eq(0)
             with m.Elif(events[name] & ~saturated):
                 m.d.sync += counter.eq(counter + 1)
@@ -229,9 +243,8 @@ class SpartanEngine(wiring.Component):
         row_bytes, span, end = {}, {}, {}
         for x, (rows, cols, size) in shapes.items():
             # A row's bytes rounded up to bus words.
-            row_words = Signal(DIM_BITS + 4, name=f"row_words_{x.lower()}")
-            m.d.comb += row_words.eq((cols[:DIM_BITS] * size + (BW - 1)) >> log2(BW))
-            row_bytes[x] = Cat(Const(0, log2(BW)), row_words)
+            row_bytes[x] = Cat(Const(0, log2(BW)),
+                               (cols[:DIM_BITS] * size + (BW - 1)) >> log2(BW))
             span[x] = Signal(DIM_BITS + 32, name=f"span_{x.lower()}")   # (rows - 1) * stride
             end[x] = Signal(DIM_BITS + 33, name=f"end_{x.lower()}")
         step = Signal(range(CHECK_CYCLES + 1))
@@ -240,7 +253,15 @@ class SpartanEngine(wiring.Component):
         loop = {name: Signal(DIM_BITS + 1, name=f"{name}_left") for name in ("mo", "ki", "no")}
         off = {name: Signal(32, name=f"off_{name}")
                for name in ("a_mt", "a_kc", "b_kc", "b_nc", "c_mt", "c_nc")}
-        delta = {name: Signal(32, name=f"delta_{name}") for name in off}
+        # What each offset steps by (the descriptor is held through the layer).
+        delta = {
+            "a_mt": Mux(op == OPS["wgrad"], MT * elem_bytes, d["A_STRIDE"] * MT),
+            "a_kc": Mux(op == OPS["wgrad"], d["A_STRIDE"] * K, K * elem_bytes),
+            "b_kc": Mux(op == OPS["dgrad"], K * elem_bytes, d["B_STRIDE"] * K),
+            "b_nc": Mux(op == OPS["dgrad"], d["B_STRIDE"] * N, N * elem_bytes),
+            "c_mt": d["C_STRIDE"] * MT,
+            "c_nc": Const(N * acc_bytes, 32),
+        }
         kc_first = Signal()
         kc_last, mt_last, nc_last = (loop["ki"] <= K), (loop["mo"] <= MT), (loop["no"] <= N)
         mv = Mux(mt_last, loop["mo"], MT)[:DIM_BITS]
@@ -255,38 +276,31 @@ class SpartanEngine(wiring.Component):
             return Mux(rem == 0, (1 << L) - 1, (Const(1, L + 1) << rem) - 1)[:L]
 
         def read_cmd(base, stride, rows, valid_rows, beats, count, dest, operand_b):
-            cmd = Signal(read_cmd_layout(L))
-            return cmd, [cmd.base.eq(base), cmd.stride.eq(stride), cmd.rows.eq(rows),
-                         cmd.valid_rows.eq(valid_rows), cmd.beats.eq(beats),
-                         cmd.words.eq(valid_words(count)), cmd.last_mask.eq(last_mask(count)),
-                         cmd.dest.eq(dest), cmd.operand_b.eq(operand_b)]
+            return pack(read_cmd_layout(L), base=base, stride=stride, rows=rows,
+                        valid_rows=valid_rows, beats=beats, words=valid_words(count),
+                        last_mask=last_mask(count), dest=dest, operand_b=operand_b)
 
-        b_cmd, b_set = read_cmd(
+        b_cmd = read_cmd(
             d["B_ADDR"] + off["b_kc"] + off["b_nc"], d["B_STRIDE"],
             Mux(op == OPS["dgrad"], N, K), Mux(op == OPS["dgrad"], nv, kv),
             Mux(op == OPS["dgrad"], K // L, N // L), Mux(op == OPS["dgrad"], kv, nv),
             Mux(op == OPS["dgrad"], DEST_T, DEST_B), 1)
-        a_cmd, a_set = read_cmd(
+        a_cmd = read_cmd(
             d["A_ADDR"] + off["a_mt"] + off["a_kc"], d["A_STRIDE"],
             Mux(op == OPS["wgrad"], K, mv), Mux(op == OPS["wgrad"], kv, mv),
             Mux(op == OPS["wgrad"], MT // L, K // L), Mux(op == OPS["wgrad"], mv, kv),
             Mux(op == OPS["wgrad"], DEST_T, DEST_A), 0)
-        m.d.comb += b_set + a_set
-        t_cmd = Signal(transpose_cmd_layout())
-        m.d.comb += [t_cmd.cols.eq(Mux(op == OPS["dgrad"], K, mv)),
-                     t_cmd.beats.eq(Mux(op == OPS["dgrad"], N // L, K // L)),
-                     t_cmd.dest.eq(op == OPS["dgrad"])]
-        a_cmd_acc = Signal(acc_cmd_layout())
-        m.d.comb += [a_cmd_acc.first.eq(kc_first), a_cmd_acc.last.eq(kc_last)]
-        w_cmd = Signal(write_cmd_layout(DW))
+        t_cmd = pack(transpose_cmd_layout(), cols=Mux(op == OPS["dgrad"], K, mv),
+                     beats=Mux(op == OPS["dgrad"], N // L, K // L), dest=op == OPS["dgrad"])
+        a_cmd_acc = pack(acc_cmd_layout(), first=kc_first, last=kc_last)
         out_bytes = nv * acc_bytes
         rem_bytes = out_bytes[:log2(BW)]
-        m.d.comb += [w_cmd.base.eq(d["C_ADDR"] + off["c_mt"] + off["c_nc"]),
-                     w_cmd.stride.eq(d["C_STRIDE"]), w_cmd.rows.eq(mv),
-                     w_cmd.words.eq((out_bytes + (BW - 1)) >> log2(BW)),
-                     w_cmd.total_words.eq(N // L * words_per_c_beat),
-                     w_cmd.last_strb.eq(Mux(rem_bytes == 0, (1 << BW) - 1,
-                                            (Const(1, BW + 1) << rem_bytes) - 1)[:BW])]
+        w_cmd = pack(write_cmd_layout(DW), base=d["C_ADDR"] + off["c_mt"] + off["c_nc"],
+                     stride=d["C_STRIDE"], rows=mv,
+                     words=(out_bytes + (BW - 1)) >> log2(BW),
+                     total_words=N // L * words_per_c_beat,
+                     last_strb=Mux(rem_bytes == 0, (1 << BW) - 1,
+                                   (Const(1, BW + 1) << rem_bytes) - 1)[:BW])
 
         with m.If(start & busy):
             m.d.sync += [err.eq(1), err_code.eq(ERR_CODES["BUSY"])]
@@ -296,6 +310,7 @@ class SpartanEngine(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
+                m.d.comb += start_accepted.eq(start)
                 with m.If(start):
                     m.d.sync += [busy.eq(1), done.eq(0), err.eq(0), err_code.eq(0),
                                  mem_error.eq(0), op.eq(f[("OP", "OP")])]
@@ -358,16 +373,6 @@ class SpartanEngine(wiring.Component):
                         loop["ki"].eq(Mux(op == OPS["forward"], d["K"],
                                           Mux(op == OPS["dgrad"], d["N"], d["M"]))),
                         kc_first.eq(1),
-                        delta["a_mt"].eq(Mux(op == OPS["wgrad"], MT * elem_bytes,
-                                             d["A_STRIDE"] * MT)),
-                        delta["a_kc"].eq(Mux(op == OPS["wgrad"], d["A_STRIDE"] * K,
-                                             K * elem_bytes)),
-                        delta["b_kc"].eq(Mux(op == OPS["dgrad"], K * elem_bytes,
-                                             d["B_STRIDE"] * K)),
-                        delta["b_nc"].eq(Mux(op == OPS["dgrad"], d["B_STRIDE"] * N,
-                                             N * elem_bytes)),
-                        delta["c_mt"].eq(d["C_STRIDE"] * MT),
-                        delta["c_nc"].eq(N * acc_bytes),
                     ]
                     m.d.sync += [o.eq(0) for o in off.values()]
                     m.next = "ISSUE_B"

@@ -199,7 +199,12 @@ class BlockReader(wiring.Component):
                     m.d.sync += row.eq(row + 1)
             with m.Else():
                 m.d.sync += beat.eq(beat + 1)
-        m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid)
+        # Read bursts requested and not yet ended by their ``rlast``: none when idle.
+        bursts = Signal(16)
+        m.d.sync += bursts.eq(bursts + (self.m_axi_arvalid & self.m_axi_arready)
+                              - (took_word & self.m_axi_rlast))
+        m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid
+                                 & (bursts == 0))
         return m
 
 

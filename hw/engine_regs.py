@@ -41,7 +41,8 @@ DESCRIPTOR = (
 )
 
 ENGINE_COUNTERS = (
-    ("LAYER_CYCLES", 0x78, "cycles from the last START to its DONE"),
+    ("LAYER_CYCLES", 0x78, "cycles from the last START taken while idle to its DONE (a refused "
+                           "descriptor: its checks)"),
     ("A_WORDS", 0x7C, "bus words read for the A operand"),
     ("B_WORDS", 0x80, "bus words read for the B operand"),
     ("C_WORDS", 0x84, "bus words written for the result"),

@@ -207,6 +207,12 @@ def port_groups(doc):
         width = doc.get("axil", {}).get("data_width", 32)
         groups.append((f"s_axil: AXI4-Lite slave, {width}-bit registers (map in {doc['top']}.json "
                        "'registers' and the C header)", axil))
+    axi = [n for n in ports if n.startswith("m_axi_")]
+    if axi:
+        bus = doc.get("axi", {})
+        groups.append((f"m_axi: AXI4 master, {bus.get('addr_width', 32)}-bit addresses, "
+                       f"{bus.get('data_width', '?')}-bit data, INCR bursts of at most "
+                       f"{bus.get('max_burst', '?')} beats, none across 4 KB", axi))
     for title, members in groups:
         for n in members:
             left.pop(n, None)

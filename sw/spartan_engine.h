@@ -112,9 +112,9 @@ struct spartan_engine_entry {
 
 /* Every counter: 32-bit, saturating. The core's (the first twelve) count from reset or
    spartan_engine_clear_counters() across layers; the engine's own four describe the last
-   accepted layer: they are zeroed when a START is accepted, not when one is refused (which
-   reads and writes nothing, though LAYER_CYCLES then also counts the refused START's check
-   cycles). */
+   START taken while idle: zeroed by it, so after a refused descriptor LAYER_CYCLES holds the
+   cycles of its checks and the word counters 0 (a START while busy is refused without
+   touching them). */
 struct spartan_engine_counters {
     uint32_t cycles, busy_cycles, stall_cycles;
     uint32_t tiles_dense, tiles_sparse, rows_empty;

@@ -693,18 +693,16 @@ class EngineTB:
 
     async def check_bus_counters(self, run):
         """``A_WORDS``/``B_WORDS``/``C_WORDS`` against the beats seen at the ports during the
-        layer: either counted from 0 at START or accumulated (the contract says neither: both
-        are accepted, and logged). ``LAYER_CYCLES`` within the cycles seen."""
+        layer (zeroed by its START: docs/interfaces.md#engine). ``LAYER_CYCLES`` within the
+        cycles seen."""
         got = await self.read_counters(BUS_COUNTERS + ("LAYER_CYCLES",))
         t, t0 = self.traffic, run.traffic
         seen = {"A_WORDS": t.get("r_A", 0) - t0.get("r_A", 0),
                 "B_WORDS": t.get("r_B", 0) - t0.get("r_B", 0),
                 "C_WORDS": t["w"] - t0["w"]}
         for name, beats in seen.items():
-            before = run.counters_before[name]
-            assert got[name] in (beats, min(before + beats, mask(32))), \
-                (f"{name} = {got[name]}: the ports saw {beats} beats in this layer "
-                 f"({name} was {before} before START)")
+            assert got[name] == beats, \
+                f"{name} = {got[name]}: the ports saw {beats} beats in this layer"
         span = run.done_cycle - run.start_cycle
         assert 0 < got["LAYER_CYCLES"] <= span, \
             f"LAYER_CYCLES = {got['LAYER_CYCLES']}, START to DONE seen within {span} cycles"
@@ -1224,6 +1222,8 @@ async def bench_layers(dut):
 
 PROFILE = Profile(
     stimulus=("random_layers", {"layers": 2, "big": False}),
+    # The defaults alone: a place-and-route of the engine on the 45F takes most of an hour here.
+    synth_sizes=(),
     mutants=0,        # the largest block: only when named
     mutant_tests=(["random_layers", "bad_descriptors"], {"layers": 3, "big": False}),
     fuzz_examples=2,

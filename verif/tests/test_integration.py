@@ -3,9 +3,13 @@ here. (1) A Verilog design instantiating two generated blocks by their templates
 with their file lists; (2) an Amaranth design with the monitor and compactor inside
 (docs/examples/sparse_writer.py) in amaranth.sim against the golden models; (3) the core in a
 LiteX SoC (docs/examples/litex_soc.py), its registers and a GEMM pass driven over the SoC's
-Wishbone bus in Verilator (skipped, saying so, without the ``integration`` extra)."""
+Wishbone bus in Verilator (skipped, saying so, without the ``integration`` extra); (4) the layer
+engine between a CPU's register bus and a memory interconnect (docs/examples/engine_top.v,
+linted and compiled) and driven from C (docs/examples/engine_layer.c, compiled against the
+generated header; verif/tests/test_engine_driver.py runs the driver itself)."""
 
 import importlib.util
+import json
 import random
 import re
 from pathlib import Path
@@ -47,7 +51,9 @@ def doc_blocks():
 
 
 @pytest.mark.parametrize("path", ["docs/examples/sparse_writer.py",
-                                  "docs/examples/sparse_writer_top.v"])
+                                  "docs/examples/sparse_writer_top.v",
+                                  "docs/examples/engine_top.v",
+                                  "docs/examples/engine_layer.c"])
 def test_doc_shows_the_tested_files(path):
     """The code the doc shows is the code these tests run, character for character."""
     blocks = doc_blocks()
@@ -199,3 +205,50 @@ def test_litex_soc(tmp_path, monkeypatch):
                        log_file=log)
     total, failed = get_results(results)
     assert (total, failed) == (2, 0), log.read_text()[-6000:]
+
+
+# --- (4) the layer engine between a CPU's register bus and a memory interconnect -----------
+
+#: The engine of test_engine_example: small (it is the wiring that is checked), at the default
+#: bus width, so that its ports are the ones docs/examples/engine_top.v shows.
+EXAMPLE_ENGINE = ["--set", "k=16", "--set", "n=16", "--set", "n_par=16", "--set", "acc_rows=16",
+                  "--set", "table_depth=16"]
+
+
+def test_engine_example(tmp_path):
+    """docs/integration.md, the layer engine as a bus master: docs/examples/engine_top.v with a
+    generated engine, Verilator lint -Wall of the example (the generated file's own findings
+    waived: `make lint` judges those, so a port of the wrong width or an unused one in the
+    example fails) and, where installed, Icarus without a warning; docs/examples/engine_layer.c
+    compiled against the generated header as the driver is."""
+    import shutil
+    import subprocess
+
+    from spartan_rtl import toolchain
+
+    gen = tmp_path / "gen"
+    generate(gen, "engine", *EXAMPLE_ENGINE)
+    manifest = json.loads((gen / "spartan_engine.json").read_text())
+    assert manifest["params"]["data_width"] == 64
+    top = EXAMPLES / "engine_top.v"
+    waivers = tmp_path / "generated.vlt"
+    waivers.write_text("`verilator_config\n" + "".join(
+        f'lint_off -rule {rule} -file "{gen}/*"\n'
+        for rule in ("WIDTHTRUNC", "WIDTHEXPAND", "UNUSEDSIGNAL")))
+    lint = [w for w in toolchain.LINT_WAIVERS if not w.startswith("-Wno-WIDTH")]
+    result = subprocess.run(
+        ["verilator", "--lint-only", "-Wall", *lint, str(waivers), "-F",
+         str(gen / "spartan_engine.f"), str(top), "--top-module", "engine_top"],
+        env=toolchain.sim_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    if toolchain.icarus_available():
+        result = subprocess.run(
+            ["iverilog", "-g2012", "-o", str(tmp_path / "top.vvp"), "-s", "engine_top",
+             "-c", "spartan_engine.f", str(top)], cwd=gen, capture_output=True, text=True)
+        assert result.returncode == 0 and "warning" not in result.stderr.lower(), result.stderr
+    cc = shutil.which("gcc") or shutil.which("cc")
+    assert cc, "a C compiler (gcc) is needed"
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                    "-I", str(ROOT / "sw"), "-I", str(gen), "-c",
+                    str(EXAMPLES / "engine_layer.c"), "-o", str(tmp_path / "engine_layer.o")],
+                   check=True)
