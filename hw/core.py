@@ -411,22 +411,28 @@ def tile_datapath(m, p, regs, *, a, b, c):
                            tiles_in_flight=modes.r_rdy, c_done=c_done)
 
 
-def _info(core):
-    rm = core.regmap
-    models = sim_models(core.params["multiplier"])
+def register_info(component, top):
+    """The manifest entries of a block with an AXI4-Lite register map and the core's data path
+    (the core, the layer engine): the map, the bus, the vendor models, and the register files
+    (C header, SystemRDL, IP-XACT, Markdown) rendered for ``top``."""
+    rm = component.regmap
+    models = sim_models(component.params["multiplier"])
     model_files = models.pop("extra_files", {})
     return {
-        "latency_cycles": None,
-        "throughput_beats_per_cycle": 1.0,
         "registers": rm.manifest(),
-        "id": ID_VALUE,
         "modes": MODES,
-        "tiles_in_flight": TILES_IN_FLIGHT,
         "axil": {"addr_width": rm.addr_width, "data_width": 32,
                  "resp": {"okay": 0, "slverr": 2}},
         **models,
-        "extra_files": {**registers.render(rm, BLOCK.top), **model_files},
+        "extra_files": {**registers.render(rm, top), **model_files},
     }
+
+
+def _info(core):
+    shared = register_info(core, BLOCK.top)
+    return {"latency_cycles": None, "throughput_beats_per_cycle": 1.0,
+            "registers": shared.pop("registers"), "id": ID_VALUE, "modes": shared.pop("modes"),
+            "tiles_in_flight": TILES_IN_FLIGHT, **shared}
 
 
 BLOCK = Block(

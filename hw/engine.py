@@ -27,7 +27,6 @@ from amaranth.lib.wiring import In, Out
 
 from . import core
 from . import params as P
-from . import registers
 from .axil import AxiLiteRegisters, axil_members
 from .block import Block
 from .elements import beat_layout, log2
@@ -35,7 +34,6 @@ from .engine_buffers import Accumulator, Transposer, acc_cmd_layout, transpose_c
 from .engine_dma import (ADDR_WIDTH, DEST_A, DEST_B, DEST_T, BlockReader, ResultWriter,
                          axi_master_members, read_cmd_layout, write_cmd_layout)
 from .engine_regs import ENGINE_COUNTERS, ERR_CODES, ID_VALUE, MAX_DIM, OPS, register_map
-from .gemm import sim_models
 
 __all__ = ["SpartanEngine", "BLOCK"]
 
@@ -432,26 +430,18 @@ class SpartanEngine(wiring.Component):
 
 
 def _info(engine):
-    rm = engine.regmap
     p = engine.params
-    models = sim_models(p["multiplier"])
-    model_files = models.pop("extra_files", {})
     return {
         "latency_cycles": None,
         "throughput_beats_per_cycle": None,
-        "registers": rm.manifest(),
         "id": ID_VALUE,
-        "modes": core.MODES,
         "ops": OPS,
         "err_codes": ERR_CODES,
         "limits": {"max_dim": MAX_DIM, "addr_width": ADDR_WIDTH},
-        "axil": {"addr_width": rm.addr_width, "data_width": 32,
-                 "resp": {"okay": 0, "slverr": 2}},
         "axi": {"addr_width": ADDR_WIDTH, "data_width": p["data_width"],
                 "max_burst": p["max_burst"], "burst": "INCR", "id": None,
                 "boundary_bytes": 4096},
-        **models,
-        "extra_files": {**registers.render(rm, BLOCK.top), **model_files},
+        **core.register_info(engine, BLOCK.top),
     }
 
 

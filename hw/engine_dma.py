@@ -69,6 +69,21 @@ def write_cmd_layout(data_width):
         "last_strb": data_width // 8})
 
 
+def step_position(m, advance, item, items, row, rows, block_end):
+    """On ``advance``, a block's position moves to the next ``item`` of its ``row``, or to the
+    next row after its last item; ``block_end`` (combinational) is set at the block's last."""
+    with m.If(advance):
+        with m.If(item == items - 1):
+            m.d.sync += item.eq(0)
+            with m.If(row == rows - 1):
+                m.d.sync += row.eq(0)
+                m.d.comb += block_end.eq(1)
+            with m.Else():
+                m.d.sync += row.eq(row + 1)
+        with m.Else():
+            m.d.sync += item.eq(item + 1)
+
+
 class BurstWalker(wiring.Component):
     """The address side shared by reads and writes: takes a block (``base``, ``stride``,
     ``rows``, ``words``), issues one request per burst on ``addr``/``len``/``valid``.
@@ -189,16 +204,8 @@ class BlockReader(wiring.Component):
                                                   | (self.m_axi_rid != 0))),
                      self.words_a.eq(took_word & ~block.operand_b),
                      self.words_b.eq(took_word & block.operand_b)]
-        with m.If(out.valid & out.ready):
-            with m.If(beat == block.beats - 1):
-                m.d.sync += beat.eq(0)
-                with m.If(row == block.rows - 1):
-                    m.d.sync += row.eq(0)
-                    m.d.comb += pending.r_en.eq(1)
-                with m.Else():
-                    m.d.sync += row.eq(row + 1)
-            with m.Else():
-                m.d.sync += beat.eq(beat + 1)
+        step_position(m, out.valid & out.ready, beat, block.beats, row, block.rows,
+                      pending.r_en)
         # Read bursts requested and not yet ended by their ``rlast``: none when idle.
         bursts = Signal(16)
         m.d.sync += bursts.eq(bursts + (self.m_axi_arvalid & self.m_axi_arready)
@@ -277,16 +284,8 @@ class ResultWriter(wiring.Component):
         with m.If(w_take):
             m.d.sync += in_burst.eq(Mux(burst_end, 0, in_burst + 1))
             m.d.comb += lengths.r_en.eq(burst_end)
-        with m.If(src.valid & src.ready):
-            with m.If(word == block.total_words - 1):
-                m.d.sync += word.eq(0)
-                with m.If(row == block.rows - 1):
-                    m.d.sync += row.eq(0)
-                    m.d.comb += pending.r_en.eq(1)
-                with m.Else():
-                    m.d.sync += row.eq(row + 1)
-            with m.Else():
-                m.d.sync += word.eq(word + 1)
+        step_position(m, src.valid & src.ready, word, block.total_words, row, block.rows,
+                      pending.r_en)
         m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid
                                  & (outstanding == 0) & (lengths.level == 0))
         return m

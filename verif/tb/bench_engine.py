@@ -23,7 +23,7 @@ DENSITIES = (0.1, 0.3, 0.5, 0.7)
 
 def _runs(p, quick):
     k, n = p["k"], p["n"]
-    rows = 128 if quick else 512
+    rows = 128 if quick else 256   # 256 = acc_rows: a whole row group per step
     dense = dict(op=0, M=rows, K=4 * k, N=2 * n, density=0.5)
     runs = [dict(dense, mode=1, name="dense utilisation")]
     runs.append(dict(dense, mode=1, mem_idle=0.5, name="dense, memory paused 50 %"))

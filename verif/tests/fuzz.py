@@ -119,8 +119,26 @@ def gemm_params(draw, core=False):
     return p
 
 
+@st.composite
+def engine_params(draw):
+    """The layer engine's: a bus word is one beat of whole-byte elements (docs/engine.md)."""
+    width = draw(st.sampled_from([8, 16]))
+    lanes = draw(powers_of_two(32 // width, 8))
+    k = lanes * draw(st.integers(1, 3))
+    n_par = lanes * draw(powers_of_two(1, 2))
+    k_par = draw(powers_of_two(1, min(4, 1 << (k.bit_length() - 1))))
+    return dict(lanes=lanes, width=width, signed=draw(st.booleans()),
+                acc_width=draw(st.sampled_from([16, 32, 64])), k=k,
+                n=n_par * draw(st.integers(1, 2)), k_par=k_par, n_par=n_par,
+                b_banks=draw(powers_of_two(1, k_par)), table_depth=draw(powers_of_two(1, 16)),
+                max_tile_elems=draw(st.one_of(st.integers(1, 64), st.integers(1, 2 ** 24))),
+                data_width=lanes * width, acc_rows=draw(powers_of_two(8, 32)),
+                max_burst=draw(powers_of_two(1, 16)))
+
+
 VALID_PARAMS = {"monitor": monitor_params(), "compactor": zvc_params(),
-                "expander": zvc_params(), "gemm": gemm_params(), "core": gemm_params(core=True)}
+                "expander": zvc_params(), "gemm": gemm_params(), "core": gemm_params(core=True),
+                "engine": engine_params()}
 
 
 # --- invalid parameter sets ---------------------------------------------------------------------
@@ -155,7 +173,7 @@ def cross_rule_error(block, p):
         return "width", p["width"]                     # a sign bit and a magnitude
     if block in ("compactor", "expander") and p["cols"] % p["lanes"]:
         return "cols", p["cols"]
-    if block in ("gemm", "core"):
+    if block in ("gemm", "core", "engine"):
         for name in ("k", "n"):
             if p[name] % p["lanes"]:
                 return name, p[name]
@@ -165,8 +183,15 @@ def cross_rule_error(block, p):
             return "n_par", p["n_par"]
         if p["b_banks"] > p["k_par"]:
             return "b_banks", p["b_banks"]
-        if block == "core" and p["k"] > 4096:          # the compactor's row length
+        if block in ("core", "engine") and p["k"] > 4096:   # the compactor's row length
             return "k", p["k"]
+    if block == "engine":                              # whole bytes; a bus word is one beat
+        if p["width"] not in (8, 16):
+            return "width", p["width"]
+        if p["acc_width"] not in (16, 32, 64):
+            return "acc_width", p["acc_width"]
+        if p["data_width"] != p["lanes"] * p["width"]:
+            return "data_width", p["data_width"]
     return None
 
 

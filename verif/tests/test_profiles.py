@@ -75,8 +75,8 @@ def test_every_flow_reads_the_added_blocks_profile(added_block):
     assert sim.stimulus("delay", "flow") == ("spartan_rtl.tb.tb_delay", "flow", {})
     with pytest.raises(ValueError, match="--test must be a cocotb test of verif/tb/tb_delay.py"):
         sim.stimulus("delay", "Profile")
-    assert list(bench._discover()) == ["monitor", "compactor", "gemm", "core", "delay",
-                                       "estimate"]
+    assert list(bench._discover()) == ["monitor", "compactor", "gemm", "core", "engine",
+                                       "delay", "estimate"]
     assert "delay" in mutants.default_blocks() and profile.of("delay").mutant_tests[0] == ["flow"]
     assert synth.sizes(added_block) == [{}, {"lanes": 4}]
     text = "[cond_then] assign x = a ? b : c;  => core.held"
