@@ -13,9 +13,9 @@ from the power-up state, breaks an assertion. A check with ``prove=k`` runs Symb
 the assertions hold at every depth.
 
 Properties
-    ``stable``: every output channel (AXI4-Stream and AXI4-Lite B/R) keeps ``valid`` high and
-    its payload unchanged from a cycle with ``valid & ~ready`` to the next, unless a reset came
-    between (a reset may drop ``valid``). Every block, every output.
+    ``stable``: every output channel (AXI4-Stream, AXI4-Lite B/R, AXI4 master AW/W/AR) keeps
+    ``valid`` high and its payload unchanged from a cycle with ``valid & ~ready`` to the next,
+    unless a reset came between (a reset may drop ``valid``). Every block, every output.
 
     ``monitor``: a beat transfers on ``m_axis`` exactly when one transfers on ``s_axis``, with
     the same payload (the data path is a wire); a record never leaves before its tile ends;
@@ -48,17 +48,32 @@ Properties
     ended. ``expander_elements``: an output row per mask, ``tlast`` only at a row's last beat
     and equal to its mask's, a data beat taken only when the masks call for one, and the
     tagged row's chosen element as above. What a FIFO's memory holds (the monitor's records,
-    the compactor's masks and data) stays bounded: no Amaranth expression can name a memory
-    row, and induction starts from any memory contents.
+    the compactor's masks and data) stays bounded: induction starts from any memory contents,
+    and no invariant says what those memories' rows hold yet (:meth:`Internals.row` can name
+    a memory row, as the engine's checks do).
 
     ``axil`` (core): requests outstanding (accepted, not answered) per channel: B valid only
     with an AW and a W outstanding, R valid only with an AR outstanding, so one response per
     request; and, as the invariants induction needs, the outstanding counts equal what the
     slave's ports show it holds (``~awready + bvalid``, ``~wready + bvalid``, ``~arready``).
 
+    ``engine_reader``, ``engine_writer``: the layer engine's AXI4 master, its ``BlockReader``
+    (AR + R) and ``ResultWriter`` (AW + W + B) alone, commands free within their ranges; the
+    slave's R and B only for beats requested and bursts whose W ended. AR and AW: INCR bursts
+    of 1 to ``max_burst`` whole bus words, word-aligned, none across a 4 KB boundary, ID 0.
+    W: only for a burst whose AW went, ``wlast`` exactly on its last beat (the harness queues
+    the AW lengths), so the W beats are the AW lengths' sum. ``bready`` 1 and the responses
+    the writer awaits are the AWs sent and not answered; nothing outstanding when ``idle``;
+    and the words the data side still moves are those requested plus those the walker has
+    still to request (so R beats taken are exactly those requested). Inductive: the
+    invariants tie the harness's counts to the walker's registers, the data side's position,
+    the pending commands and the ``lengths`` FIFO's memory rows (:meth:`Internals.row`).
+
 Covers: beside the BMC run, a cover run to the same depth must reach, for every output channel,
 a beat held (valid, not ready) and then taken (and, in ``expander_elements``, a tagged nonzero
-element checked); otherwise the check is VACUOUS, not PASS.
+element checked; in the engine's checks, an AR/AW burst of more than one beat taken after a
+stall, one cut at a 4 KB boundary with its row going on, and ``wlast`` ending a burst of more
+than one beat after a stall in it); otherwise the check is VACUOUS, not PASS.
 
 Results: one line per check (property group, block, parameters, depth, status, covers, seconds) in
 ``build/formal/results.json`` and ``docs/formal.md`` (written by ``make formal``). A failing
@@ -80,10 +95,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Shape, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq, Assert, Assume, Cover
 from amaranth.hdl._ir import Fragment
+from amaranth.hdl._mem import MemoryInstance
+from amaranth.utils import ceil_log2
 from amaranth.lib import data, stream, wiring
+
+from spartan_rtl.hw.elements import log2
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "formal"
@@ -104,8 +123,9 @@ class Channel:
 
 
 def channels(dut):
-    """Every handshake of ``dut``: its ``stream.Signature`` members and the AXI4-Lite channels
-    of flat ``s_axil_*`` ports."""
+    """Every handshake of ``dut``: its ``stream.Signature`` members, the AXI4-Lite channels
+    of flat ``s_axil_*`` ports (a slave's) and the AXI4 channels of flat ``m_axi_*`` ports (a
+    master's: AW, W, AR out, B, R in)."""
     found = []
     members = dut.signature.members
     for name, member in members.items():
@@ -113,15 +133,20 @@ def channels(dut):
             port = getattr(dut, name)
             found.append(Channel(name, port.valid, port.ready, Value.cast(port.payload),
                                  output=member.flow == wiring.Out))
-    for ch, output in (("aw", False), ("w", False), ("ar", False), ("b", True), ("r", True)):
-        prefix = f"s_axil_{ch}"
-        if prefix + "valid" not in members:
-            continue
-        payload = [getattr(dut, n) for n in members
-                   if n.startswith(prefix) and n not in (prefix + "valid", prefix + "ready")]
-        found.append(Channel(prefix, getattr(dut, prefix + "valid"), getattr(dut, prefix + "ready"),
-                             Cat(*payload), output=output))
+    for side, outputs in (("s_axil", ("b", "r")), ("m_axi", ("aw", "w", "ar"))):
+        for ch in ("aw", "w", "ar", "b", "r"):
+            found += _flat_channel(dut, f"{side}_{ch}", output=ch in outputs)
     return found
+
+
+def _flat_channel(dut, prefix, output):
+    members = dut.signature.members
+    if prefix + "valid" not in members:
+        return []
+    payload = [getattr(dut, n) for n in members
+               if n.startswith(prefix) and n not in (prefix + "valid", prefix + "ready")]
+    return [Channel(prefix, getattr(dut, prefix + "valid"), getattr(dut, prefix + "ready"),
+                    Cat(*payload), output=output)]
 
 
 def _input_signals(dut):
@@ -145,31 +170,125 @@ class Internals:
     the invariants k-induction needs without changing ``hw/*.py`` (nor its generated Verilog).
 
     ``internals["output/count"]``: the signal named ``count`` driven in the fragment of a
-    submodule path ending in ``output`` (``"waiting"``: in any fragment). A name that is
-    missing or ambiguous raises, so a renamed signal breaks the check loudly."""
+    submodule path ending in ``output`` (``"waiting"``: in any fragment). A signal whose name
+    Amaranth could not infer (``row, beat = Signal(16), Signal(16)`` names only ``beat``) or
+    which shares its name with a port is found by its local variable name in that fragment's
+    ``elaborate`` instead (``local_vars``: :func:`elaborate_keeping_locals`). A name that is
+    missing or ambiguous raises, so a renamed signal breaks the check loudly.
 
-    def __init__(self, fragment):
+    ``internals.row("lengths/storage", n)``: row ``n`` of the memory at that path, through a
+    combinational read port added to it (for the harness's assertions only: the block's ports
+    and behaviour are unchanged), so an invariant can say what a FIFO's memory holds."""
+
+    def __init__(self, fragment, local_vars=None):
         self._found = {}
-        self._walk(fragment, ())
+        self._locals = {}
+        self._memories = {}
+        self._rows = {}
+        self._walk(fragment, (), local_vars or {})
 
-    def _walk(self, fragment, path):
+    def _walk(self, fragment, path, local_vars):
+        if isinstance(fragment, MemoryInstance):
+            self._memories[path] = fragment
+        for origin in getattr(fragment, "origins", None) or ():
+            for name, value in local_vars.get(id(origin), {}).items():
+                if isinstance(value, Value):
+                    self._locals[(path, name)] = value
         for statements in fragment.statements.values():
             for statement in statements:
                 for sig in statement._lhs_signals():
                     self._found.setdefault((path, sig.name), {})[id(sig)] = sig
         for sub, name, _ in fragment.subfragments:
-            self._walk(sub, path + (name,))
+            self._walk(sub, path + (name,), local_vars)
+
+    @staticmethod
+    def _split(where):
+        *scope, name = where.split("/")
+        return tuple(scope), name
+
+    @staticmethod
+    def _in(path, scope):
+        return path[len(path) - len(scope):] == scope
 
     def __getitem__(self, where):
-        *scope, name = where.split("/")
-        scope = tuple(scope)
+        scope, name = self._split(where)
         hits = [sig for (path, n), sigs in self._found.items()
-                if n == name and path[len(path) - len(scope):] == scope
-                for sig in sigs.values()]
+                if n == name and self._in(path, scope) for sig in sigs.values()]
+        if len(hits) == 1:
+            return hits[0]
+        local = [v for (path, n), v in self._locals.items() if n == name and self._in(path, scope)]
+        if len(local) == 1:
+            return local[0]
+        raise LookupError(f"{len(hits)} signals {where!r} in the block ({len(local)} local "
+                          "variables of that name): the invariants name signals local to "
+                          "hw/*.py, update them with it")
+
+    def memory(self, where):
+        """The memory (``MemoryInstance``) at the submodule path ``where``."""
+        scope = tuple(where.split("/"))
+        hits = [mem for path, mem in self._memories.items() if self._in(path, scope)]
         if len(hits) != 1:
-            raise LookupError(f"{len(hits)} signals {where!r} in the block: the invariants "
-                              "name signals local to hw/*.py, update them with it")
+            raise LookupError(f"{len(hits)} memories {where!r} in the block")
         return hits[0]
+
+    def row(self, where, index):
+        """Row ``index`` of the memory ``where`` (a combinational read port, added once)."""
+        mem = self.memory(where)
+        key = (id(mem), index)
+        if key not in self._rows:
+            depth, shape = mem._data.depth, Shape.cast(mem._data.shape)
+            if index not in range(depth):
+                raise IndexError(f"row {index} of the {depth} of memory {where!r}")
+            data = Signal(shape, name=f"{where.replace('/', '_')}_row{index}")
+            mem.read_port(domain="comb", addr=Const(index, ceil_log2(depth)), data=data,
+                          en=Const(1), transparent_for=())
+            self._rows[key] = data
+        return self._rows[key]
+
+
+def elaborate_keeping_locals(dut, platform):
+    """``Fragment.get(dut, platform)``, and the local variables of every ``elaborate`` it ran
+    (by the elaboratable's ``id``), as :class:`Internals` takes them."""
+    local_vars = {}
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code.co_name == "elaborate":
+            owner = frame.f_locals.get("self")
+            if owner is not None:
+                local_vars[id(owner)] = dict(frame.f_locals)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        fragment = Fragment.get(dut, platform)
+    finally:
+        sys.setprofile(previous)
+    return fragment, local_vars
+
+
+def fifo_entries(internals, where):
+    """The entries of the ``amaranth.lib.fifo.SyncFIFOBuffered`` at ``where``, oldest first:
+    ``(present, data)`` per place. Its oldest entry is in the output register (``r_data``)
+    while ``r_rdy``, the others in its memory from ``consume`` on (all of them for the cycle
+    an entry moves from the memory to an empty output register)."""
+    i = internals
+    mem = i.memory(f"{where}/storage")
+    inner = mem._data.depth
+    rows = [i.row(f"{where}/storage", n) for n in range(inner)]
+    consume, r_rdy, level = i[f"{where}/consume"], i[f"{where}/r_rdy"], i[f"{where}/level"]
+
+    def ring(k):
+        if inner == 1:
+            return rows[0]
+        index = consume + k
+        return _mux_const(Mux(index >= inner, index - inner, index), rows)
+
+    entries = []
+    for j in range(inner + 1):
+        in_memory = ring(j) if j < inner else Const(0, len(rows[0]))
+        entries.append((level > j, Mux(r_rdy, i[f"{where}/r_data"] if j == 0 else ring(j - 1),
+                                       in_memory)))
+    return entries
 
 
 class Harness(Elaboratable):
@@ -209,8 +328,8 @@ class Harness(Elaboratable):
         m = Module()
         dut = self.dut
         # Elaborated here, not by the converter, so the invariants can name its local signals.
-        fragment = Fragment.get(dut, platform)
-        self.internals = Internals(fragment)
+        fragment, local_vars = elaborate_keeping_locals(dut, platform)
+        self.internals = Internals(fragment, local_vars)
         m.submodules.dut = fragment
         for sig in _input_signals(dut):
             m.d.comb += sig.eq(AnySeq(len(sig)))
@@ -792,6 +911,288 @@ def axil_props():
     return props
 
 
+def _beyond_one(m, ch, valid, ready, length):
+    """Cover: an ``ch`` burst of more than one beat transfers after a cycle held."""
+    held = Signal(name=f"h_{ch}_held")
+    m.d.sync += held.eq(valid & ~ready)
+    m.d.comb += Cover(held & valid & ready & (length != 0),
+                      f"{ch}: a burst of more than one beat transfers after a stall")
+
+
+def _address_channel(m, h, dut, ch, *, max_burst, bus_bytes):
+    """The AXI4 rules of a master's AR or AW beyond the handshake (the harness asserts that):
+    one ID (0), INCR bursts of at most ``max_burst`` beats of the whole bus word, word-aligned,
+    none across a 4 KB boundary. Covers: a burst of more than one beat taken after a stall,
+    and one cut short by a 4 KB boundary (the row goes on in the next burst)."""
+    from spartan_rtl.hw.engine_dma import BURST_INCR
+
+    def port(field):
+        return getattr(dut, f"m_axi_{ch}{field}")
+
+    shift = log2(bus_bytes)
+    addr, length, valid, ready = port("addr"), port("len"), port("valid"), port("ready")
+    end = addr[:12] + ((length + 1) << shift)
+    with m.If(valid):
+        m.d.comb += [
+            Assert(port("burst") == BURST_INCR, f"{ch}: a burst not INCR"),
+            Assert(length < max_burst, f"{ch}: a burst longer than max_burst"),
+            Assert(port("size") == shift, f"{ch}: size is not the whole bus word"),
+            Assert(addr[:shift] == 0, f"{ch}: an address not word-aligned"),
+            Assert(end <= 4096, f"{ch}: a burst across a 4 KB boundary"),
+            Assert(port("id") == 0, f"{ch}: an ID other than 0"),
+        ]
+    _beyond_one(m, ch, valid, ready, length)
+    i = h.internals
+    left, beats = i["walker/left"], i["walker/length"]
+    m.d.comb += Cover(valid & ready & (end == 4096)
+                      & (beats < Mux(left < max_burst, left, max_burst)),
+                      f"{ch}: a burst cut at a 4 KB boundary, its row going on")
+
+
+def _block_counts(c, rows_max, words_max, rows="rows", words="words", total="beats"):
+    """A command's counts in range: rows and row words nonzero and small."""
+    r, w, t = getattr(c, rows), getattr(c, words), getattr(c, total)
+    return (r >= 1) & (r <= rows_max) & (w >= 1) & (w <= t) & (t <= words_max)
+
+
+def _block_addresses(c, rows, rows_max, bus_bytes):
+    """A command's addresses as the sequencer checks them (docs/engine.md): base and stride
+    word-aligned, the stride at least a row's words, the block below 2**32."""
+    shift = log2(bus_bytes)
+    span = sum((Mux(rows > n, c.stride, 0) for n in range(1, rows_max)), Const(0, 34))
+    return ((c.base[:shift] == 0) & (c.stride[:shift] == 0) & (c.stride >= (c.words << shift))
+            & (c.base + span + (c.words << shift) <= 2 ** 32))
+
+
+def _prefix_mask(mask):
+    """A nonzero mask of the lowest bits (a row's last word: its first lanes or bytes)."""
+    return (mask != 0) & ((mask & (mask + 1)) == 0)
+
+
+def _small(value, limit):
+    """``value`` in its low bits, as its range invariant bounds it (narrow products)."""
+    return value[:limit.bit_length()]
+
+
+def _walker_invariants(m, h, *, addr, newest, block_rows, rows_max, words_max, max_burst,
+                       bus_bytes):
+    """The ``BurstWalker``'s registers (shared by reader and writer), as k-induction needs
+    them: busy only in SIZE or ISSUE; while busy, the words of the row still to request
+    (``left``) between 1 and the row's ``words``, 1 to ``rows_max`` rows left, addresses and
+    stride word-aligned, and its block the newest the data side holds (``newest``: its
+    ``words``, and at least ``rows_left`` rows); a burst in ISSUE is 1 to ``max_burst`` words,
+    within the row and its 4 KB. Without them induction starts from a misaligned row address,
+    or from ``words`` 0 (the next row's first burst 0 beats long: ``len`` 255), or (the writer
+    offers AW only while its ``lengths`` FIFO has room) from a burst across 4 KB waiting for
+    room."""
+    i = h.internals
+    state, busy, issue = i["walker/fsm_state"], i["walker/busy"], i["walker/valid"]
+    left, words, rows_left, length = (i[f"walker/{n}"] for n in ("left", "words", "rows_left",
+                                                                    "length"))
+    shift = log2(bus_bytes)
+    present, block = newest
+    m.d.comb += [
+        Assert(busy | (state == state.init), "the walker idle outside IDLE"),
+        Assert(~busy | ((left >= 1) & (left <= words) & (words <= words_max)),
+               "the walker's words left are not within its row"),
+        Assert(~busy | ((rows_left >= 1) & (rows_left <= rows_max)),
+               "the walker's rows left are out of range"),
+        Assert(~busy | ((addr[:shift] == 0) & (i["walker/row_addr"][:shift] == 0)
+                        & (i["walker/stride"][:shift] == 0)),
+               "the walker's addresses are not word-aligned"),
+        Assert(~busy | (present & (block.words == words)
+                        & (getattr(block, block_rows) >= rows_left)),
+               "the walker's block is not the newest pending"),
+        Assert(~issue | ((length >= 1) & (length <= left) & (length <= max_burst)
+                         & (addr[:12] + (length << shift) <= 4096)),
+               "the walker's burst is not within its row and 4 KB"),
+    ]
+
+
+def _to_request(h, rows_max, words_max):
+    """Words the walker has still to request for its block: the row's ``left`` and the rows
+    after it."""
+    i = h.internals
+    words = _small(i["walker/words"], words_max)
+    rest = (_small(i["walker/rows_left"], rows_max) - 1) * words
+    return Mux(i["walker/busy"], i["walker/left"] + rest, 0)
+
+
+def _row_words_left(rows, words, row, word, rows_max, words_max):
+    """Words of a block's first ``rows`` rows of ``words`` words that the data side has still
+    to move, at row ``row``, word ``word``."""
+    done = Mux(word < words, word, words)
+    return Mux(row < rows, (_small(rows, rows_max) - _small(row, rows_max))
+               * _small(words, words_max) - done, 0)
+
+
+def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
+    """``BlockReader`` alone (AR + R): commands free within their ranges (``rows`` 1 to
+    ``rows_max``, ``valid_rows`` 1 to ``rows``, ``beats`` 1 to ``words_max``, ``words`` 1 to
+    ``beats``, addresses as the sequencer checks them, ``dest`` 0 to 2, ``last_mask`` a
+    nonzero prefix); the slave's R only for beats requested and not yet returned (``rlast``
+    free: the reader counts it only for ``idle``). Asserted: AR's burst rules
+    (:func:`_address_channel`); an R beat taken only as requested (given the slave's rule,
+    what the reader adds is the next one); the words its pending blocks still need from
+    memory are exactly the R beats outstanding plus the words the walker has still to request
+    (its R side takes every beat requested and no other); nothing outstanding when ``idle``.
+
+    Invariants: :func:`_walker_invariants`; the pending blocks' counts in range and the R
+    side's row and beat within its block (0 and 0 between blocks)."""
+    from spartan_rtl.hw.engine_dma import read_cmd_layout
+
+    def props(m, dut, h):
+        i = h.internals
+        layout = read_cmd_layout(lanes)
+        with m.If(dut.cmd.valid):
+            c = dut.cmd.payload
+            m.d.comb += Assume(_block_counts(c, rows_max, words_max)
+                               & (c.valid_rows >= 1) & (c.valid_rows <= c.rows)
+                               & _block_addresses(c, c.valid_rows, rows_max, bus_bytes)
+                               & (c.dest <= 2) & _prefix_mask(c.last_mask))
+        _address_channel(m, h, dut, "ar", max_burst=max_burst, bus_bytes=bus_bytes)
+        ar_fire = dut.m_axi_arvalid & dut.m_axi_arready
+        r_fire = dut.m_axi_rvalid & dut.m_axi_rready
+        entries = [(present, data.View(layout, value))
+                   for present, value in fifo_entries(i, "pending")]
+        owed = h.outstanding(m, Mux(ar_fire, dut.m_axi_arlen + 1, 0), r_fire,
+                             len(entries) * rows_max * words_max, "h_r_owed")
+        m.d.comb += [
+            Assume(~dut.m_axi_rvalid | (owed != 0)),
+            Assert(~r_fire | (owed != 0), "R: a beat not requested"),
+            Assert(~dut.idle | (owed == 0), "idle with R beats outstanding"),
+        ]
+        # Invariants.
+        r_rdy = i["pending/r_rdy"]
+        row, beat = i["row"], i["beat"]
+        newest = (entries[0][0], Mux(entries[1][0], entries[1][1].as_value(),
+                                     entries[0][1].as_value()))
+        _walker_invariants(m, h, addr=dut.m_axi_araddr,
+                           newest=(newest[0], data.View(layout, newest[1])),
+                           block_rows="valid_rows", rows_max=rows_max, words_max=words_max,
+                           max_burst=max_burst, bus_bytes=bus_bytes)
+        head = entries[0][1]
+        needed = []
+        for n, (present, block) in enumerate(entries):
+            m.d.comb += Assert(~present | (_block_counts(block, rows_max, words_max)
+                                           & (block.valid_rows >= 1)
+                                           & (block.valid_rows <= block.rows)),
+                               "a pending block's counts out of range")
+            at_row, at_beat = (row, beat) if n == 0 else (Const(0, 1), Const(0, 1))
+            needed.append(Mux(present, _row_words_left(block.valid_rows, block.words, at_row,
+                                                       at_beat, rows_max, words_max), 0))
+        m.d.comb += [
+            Assert(Mux(r_rdy, (row < head.rows) & (beat < head.beats), (row == 0) & (beat == 0)),
+                   "the R side's position is outside its block"),
+            Assert(sum(needed) == owed + _to_request(h, rows_max, words_max),
+                   "the words the R side needs are not those requested and to request"),
+        ]
+    return props
+
+
+def engine_writer_props(*, max_burst, bus_bytes, rows_max, words_max):
+    """``ResultWriter`` alone (AW + W + B): commands free within their ranges (``rows`` 1 to
+    ``rows_max``, ``total_words`` 1 to ``words_max``, ``words`` 1 to ``total_words``, addresses
+    as the sequencer checks them, ``last_strb`` a nonzero prefix), the data stream free; the
+    slave's B only for a burst whose last W beat it took and not yet answered. The harness
+    keeps the lengths of the bursts whose AW went and whose W did not end, oldest first, and
+    the W beats taken of the oldest. Asserted: AW's burst rules (:func:`_address_channel`); a
+    W beat only for a burst whose AW went, ``wlast`` exactly on its last beat (so the W beats
+    are the AW lengths' sum, outstanding beats never below 0); ``bready`` always 1; the B
+    responses the writer awaits (``outstanding``) are the AW bursts sent and not answered;
+    nothing outstanding when ``idle``; and the words its pending blocks still write are the W
+    beats owed plus the words the walker has still to request.
+
+    Invariants: :func:`_walker_invariants`; the pending blocks' counts in range and the W
+    side's row and word within its block; the harness's lengths are the ``lengths`` FIFO's
+    entries (its memory rows, :meth:`Internals.row`) and its beat count ``in_burst``; the
+    awaited responses are the bursts unfinished plus those finished and not answered."""
+    from spartan_rtl.hw.engine_dma import write_cmd_layout
+
+    def props(m, dut, h):
+        i = h.internals
+        layout = write_cmd_layout(8 * bus_bytes)
+        with m.If(dut.cmd.valid):
+            c = dut.cmd.payload
+            m.d.comb += Assume(_block_counts(c, rows_max, words_max, total="total_words")
+                               & _block_addresses(c, c.rows, rows_max, bus_bytes)
+                               & _prefix_mask(c.last_strb))
+        _address_channel(m, h, dut, "aw", max_burst=max_burst, bus_bytes=bus_bytes)
+        aw_fire = dut.m_axi_awvalid & dut.m_axi_awready
+        w_fire = dut.m_axi_wvalid & dut.m_axi_wready
+        b_fire = dut.m_axi_bvalid & dut.m_axi_bready
+        # The bursts whose AW went and whose W has not ended, oldest first.
+        lengths = fifo_entries(i, "lengths")
+        depth = len(lengths)
+        lens = [Signal(range(max_burst + 1), name=f"h_w_burst{n}") for n in range(depth)]
+        count = Signal(range(depth + 1), name="h_w_bursts")
+        pos = Signal(range(max_burst), name="h_w_beat")
+        ends = (count != 0) & (pos == lens[0] - 1)
+        pop = w_fire & ends
+        after_pop = count - pop
+        for n in range(depth):
+            kept = Mux(pop, lens[n + 1] if n + 1 < depth else 0, lens[n])
+            m.d.sync += lens[n].eq(Mux(aw_fire & (after_pop == n), dut.m_axi_awlen + 1, kept))
+        m.d.sync += count.eq(count + aw_fire - pop)
+        with m.If(w_fire):
+            m.d.sync += pos.eq(Mux(ends, 0, pos + 1))
+        with m.If(dut.m_axi_wvalid):
+            m.d.comb += [Assert(count != 0, "W: a beat before its burst's AW"),
+                         Assert(dut.m_axi_wlast == ends, "W: wlast not on a burst's last beat")]
+        # Responses: awaited (AW sent, not answered) and due (W ended, not answered).
+        awaited = Signal(16, name="h_b_awaited")
+        due = Signal(16, name="h_b_due")
+        m.d.sync += [awaited.eq(awaited + aw_fire - b_fire), due.eq(due + pop - b_fire)]
+        owed = sum((Mux(count > n, lens[n], 0) for n in range(depth)), Const(0, 8)) - pos
+        m.d.comb += [
+            Assume(~dut.m_axi_bvalid | (due != 0)),
+            Assert(dut.m_axi_bready, "B: bready low"),
+            Assert(~dut.idle | ((awaited == 0) & (count == 0)),
+                   "idle with a write unanswered or W beats owed"),
+        ]
+        # Covers: wlast ending a burst of more than one beat, one of its beats held.
+        stalled = Signal(name="h_w_stalled")
+        w_held = dut.m_axi_wvalid & ~dut.m_axi_wready
+        m.d.sync += stalled.eq(Mux(pop, 0, stalled | w_held))
+        m.d.comb += Cover(pop & (pos != 0) & stalled,
+                          "W: wlast ends a burst of more than one beat, after a stall in it")
+        # Invariants.
+        pending = [(present, data.View(layout, value))
+                   for present, value in fifo_entries(i, "pending")]
+        newest = Mux(pending[1][0], pending[1][1].as_value(), pending[0][1].as_value())
+        _walker_invariants(m, h, addr=dut.m_axi_awaddr,
+                           newest=(pending[0][0], data.View(layout, newest)),
+                           block_rows="rows", rows_max=rows_max, words_max=words_max,
+                           max_burst=max_burst, bus_bytes=bus_bytes)
+        row, word = i["row"], i["word"]
+        head = pending[0][1]
+        to_write = []
+        for n, (present, block) in enumerate(pending):
+            m.d.comb += Assert(~present | _block_counts(block, rows_max, words_max,
+                                                        total="total_words"),
+                               "a pending block's counts out of range")
+            at_row, at_word = (row, word) if n == 0 else (Const(0, 1), Const(0, 1))
+            to_write.append(Mux(present, _row_words_left(block.rows, block.words, at_row,
+                                                         at_word, rows_max, words_max), 0))
+        m.d.comb += [
+            Assert(Mux(i["pending/r_rdy"], (row < head.rows) & (word < head.total_words),
+                       (row == 0) & (word == 0)), "the W side's position is outside its block"),
+            Assert(count == i["lengths/level"], "the bursts owed W are not the lengths queued"),
+            Assert(i["in_burst"] == pos, "in_burst is not the W beats of the burst"),
+            Assert(Mux(count != 0, pos < lens[0], pos == 0), "W beats past the burst's length"),
+            Assert(i["outstanding"] == awaited, "the responses awaited are not the AWs sent"),
+            Assert(awaited == (due + count)[:16],
+                   "the responses awaited are not the bursts unfinished and due"),
+            Assert(sum(to_write) == owed + _to_request(h, rows_max, words_max),
+                   "the words to write are not the W beats owed and those to request"),
+        ]
+        for n, (present, value) in enumerate(lengths):
+            m.d.comb += Assert(~(count > n) | ((value == lens[n]) & (lens[n] >= 1)
+                                                & (lens[n] <= max_burst)),
+                               "a queued length is not its burst's")
+    return props
+
+
 # ---------------------------------------------------------------------------------------------
 # The checks.
 
@@ -805,11 +1206,25 @@ class Check:
     what: str = ""
     #: k of a k-induction proof (SymbiYosys ``prove``), or None: BMC to ``depth`` only.
     prove: int | None = None
+    #: Builds a part of ``block`` alone from ``params`` (else the block itself).
+    build: object = None
 
-    def harness(self):
+    def dut(self):
+        if self.build is not None:
+            return self.build(**self.params)
         from spartan_rtl.hw import blocks
         block = blocks.get(self.block)
-        return Harness(block.build(**block.resolve(self.params)), self.props)
+        return block.build(**block.resolve(self.params))
+
+    def harness(self):
+        return Harness(self.dut(), self.props)
+
+
+def _engine_part(name):
+    def build(**params):
+        from spartan_rtl.hw import engine_dma
+        return getattr(engine_dma, name)(**params)
+    return build
 
 
 def _checks():
@@ -827,6 +1242,12 @@ def _checks():
                       "n_par": 2}
     core = dict(gemm, table_depth=2, max_tile_elems=63)
     core_broadcast = dict(gemm_broadcast, table_depth=2, max_tile_elems=63)
+    # The engine's AXI4 master, its two halves alone: one bus word of 4 lanes, bursts of 4
+    # beats at most; commands of 1 to 3 rows of 1 to 6 words (a row takes two bursts or, cut
+    # at a 4 KB boundary, three).
+    reader = {"lanes": 4, "width": 8, "data_width": 32, "max_burst": 4}
+    writer = {"data_width": 32, "max_burst": 4}
+    blocks = {"rows_max": 3, "words_max": 6, "max_burst": 4, "bus_bytes": 4}
     # Stability alone goes deep cheaply; the exact conservation properties make every BMC step
     # much harder (the solver relates two counts across the whole trace), so they run shorter.
     return [
@@ -867,6 +1288,17 @@ def _checks():
         Check("core_broadcast", "core", core_broadcast, 22,
               (axil_props(), gemm_broadcast_invariants(2)),
               "as above, through the broadcast GEMM", prove=8),
+        Check("engine_reader", "engine", reader, 12,
+              (engine_reader_props(lanes=4, **blocks),),
+              "BlockReader alone, commands of 1-3 rows of 1-6 words: AR stable, INCR bursts "
+              "of 1 to max_burst whole words, aligned, none across 4 KB; beats stable; the R "
+              "beats the R side takes are exactly those requested", prove=8,
+              build=_engine_part("BlockReader")),
+        Check("engine_writer", "engine", writer, 12, (engine_writer_props(**blocks),),
+              "ResultWriter alone, commands as above: AW as AR; W stable, only after its AW, "
+              "wlast exactly on a burst's last beat, W beats = AW lengths; bready 1, B "
+              "responses awaited = AWs sent; the words to write are those requested and to "
+              "request", prove=8, build=_engine_part("ResultWriter")),
     ]
 
 
@@ -960,7 +1392,10 @@ def markdown(results):
              "*Covers*: for every output channel, a beat held (valid, not ready) and then taken "
              "must be reachable within the same bound, so the stability assertions are "
              "exercised, not vacuous (in `expander_elements` also a tagged nonzero element "
-             "checked); the column gives how many were reached and by which step.",
+             "checked; in `engine_reader` and `engine_writer` also an AR/AW burst of more than "
+             "one beat taken after a stall, a burst cut at a 4 KB boundary with its row going "
+             "on, and `wlast` ending a W burst of more than one beat after a stall in it); the "
+             "column gives how many were reached and by which step.",
              "",
              "*Proof*: `PROVEN, k=K` is a SymbiYosys `prove` run (k-induction): the base case "
              "(BMC to K cycles from power-up) and the induction step (any K consecutive cycles "
@@ -988,7 +1423,8 @@ def markdown(results):
 UNBOUNDED_NOTES = """## Unbounded proofs
 
 Proven by k-induction, every block's outputs keep the AXI4-Stream rules (and the core's AXI4-Lite
-slave answers each request exactly once), each at the configuration in its row:
+slave answers each request exactly once, the engine's AXI4 master keeps the AXI4 burst rules),
+each at the configuration in its row:
 
 - monitor (`monitor_protocol`): `m_axis` and `m_axis_stats` stable, the data path a wire, a
   record only for a tile that ended, at most `STATS_DEPTH` waiting.
@@ -1001,6 +1437,19 @@ slave answers each request exactly once), each at the configuration in its row:
 - GEMM: the `C` stream of the replicated (`gemm`) and broadcast (`gemm_broadcast`) datapaths.
 - core (`core`, `core_broadcast`: both GEMM datapaths): the `C` stream, AXI4-Lite B and R
   stable, a B only for an outstanding AW and W, an R only for an outstanding AR.
+- engine's AXI4 master, `BlockReader` (`engine_reader`) and `ResultWriter` (`engine_writer`)
+  alone, commands free within their ranges (1 to 3 rows of 1 to 6 words, at any address and
+  stride the sequencer accepts): AR, AW and W stable; every burst INCR, 1 to `max_burst`
+  whole bus words, word-aligned, never across a 4 KB boundary, ID 0; W only for a burst
+  whose AW went, `wlast` exactly on its last beat, so the W beats are the sum of the AW
+  lengths; `bready` always 1, and the B responses the writer awaits are exactly the AW bursts
+  sent and not answered; the words the reader's R side still takes are exactly the R beats
+  outstanding plus the words still to request (no beat left over or missing); nothing
+  outstanding when `idle`. The slave is assumed to keep its side: R only for beats
+  requested, B only for a burst whose last W it took (`rlast` is free: the reader counts it
+  only for `idle`). Their invariants are inductive outright (they close at k = 1
+  too; run at k = 8 like the others, so the base case reports a failure within 8 cycles as
+  FAIL rather than as an induction step that does not close).
 
 The invariants induction needs: every `amaranth.lib.fifo` FIFO's own (level agrees with its
 pointers; the harness is converted with `platform="formal"`, which makes the FIFOs assert
@@ -1028,17 +1477,29 @@ renamed signal stops the check with an error):
 - GEMM broadcast datapath: the scheduler's credits in use equal the output queue's `count`
   plus the column groups whose last pass is in the MAC pipeline. Without it the queue's
   `count` can fall without a read (a held `C` beat's `valid` drops).
+- engine's AXI4 master: the burst walker busy only in its SIZE and ISSUE states, its row's
+  words left between 1 and the row's words, its rows left 1 to 3, its addresses and stride
+  word-aligned, its burst in ISSUE 1 to `max_burst` words within the row and its 4 KB (the
+  writer offers AW only while its `lengths` FIFO has room: without this, induction starts
+  from a burst across 4 KB waiting for room), and its block the newest pending; the pending
+  commands' counts in range and the data side's row and word inside the oldest; the writer's
+  `lengths` FIFO holds, oldest first, the lengths the harness queued (its memory rows, read
+  through ports the harness adds: `Internals.row`), `in_burst` is the harness's beat count
+  and `outstanding` its awaited responses (the bursts unfinished plus those finished and not
+  answered); the words the data side still moves are the beats outstanding plus the words
+  the walker has still to request. Some of these registers have no name in the elaborated
+  block (`row, beat = Signal(16), Signal(16)` names only `beat`): `Internals` finds them by
+  their local variable name in the block's `elaborate`.
 
 Still bounded (BMC), and why:
 
 - What a FIFO's memory holds: the monitor's records (`monitor_stable`: `nnz <= elems`;
   `monitor`, `monitor_saturating`: a chosen tile's record exact) and the compactor's masks and
   data (`compactor`, `compactor_lanes4`). A record or mask waits in an `amaranth.lib.fifo`
-  memory, and no Amaranth expression can name a memory row (they exist for simulation only),
-  so no invariant can say what the rows behind the head hold, and induction starts from any
-  memory contents (the counterexample: a second stats FIFO entry with `nnz > elems`, read
-  after a stall longer than any k). Needed: a way to state invariants over memory rows (or
-  FIFOs of registers), then a tagged-row invariant like the expander's.
+  memory, and induction starts from any memory contents (the counterexample: a second stats
+  FIFO entry with `nnz > elems`, read after a stall longer than any k). Needed: invariants on
+  what the rows behind the head hold (`Internals.row` now reads a memory row, as the engine's
+  checks do), then a tagged-row invariant like the expander's.
 - `expander`, `expander_lanes4`: the expander's element property in its first form (a row
   chosen by its index since reset), kept at its depth as an independent cross-check of
   `expander_elements`.
