@@ -4,8 +4,9 @@ whole layer with a zero-wait memory, its breakdown, and the bus words of every o
 Written from the engine's RTL (hw/engine.py, hw/engine_dma.py, hw/engine_buffers.py, the core's
 ``tile_datapath``) and the GEMM's cycle model (golden/gemm.py), and checked against the RTL
 (verif/tests/test_engine_timing.py, verif/flows/engine_timing.py for the full error table).
-Times are cycles counted by ``LAYER_CYCLES``: 0 is the first cycle after the descriptor checks
-(``LAYER_CYCLES`` is cleared as they pass; START to DONE is :data:`CHECK_CYCLES` more).
+``LAYER_CYCLES`` counts every cycle ``BUSY`` is high, START to DONE: the descriptor checks
+(:data:`CHECK_CYCLES`), then the layer. Times below are cycles from the first cycle after the
+checks.
 
 Bus words (exact; ``A_WORDS``, ``B_WORDS``, ``C_WORDS``)
     Every step reads its ``B`` chunk and its ``A`` tile, only inside the matrices, whole bus
@@ -41,11 +42,13 @@ Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at th
                   (dense row: ``k``; an empty row one pass), and the output: with the
                   broadcast datapath's single output entry a row's result waits for the last
                   one's credit, ``issue_to_push + 1 + n_par/lanes`` cycles after its last pass.
-                  The first rows are stepped exactly (their masks arrive as the input
-                  streams); from then on each row costs ``max(passes, that credit floor)``
-                  (the loads and the input keep ahead: checked, see :func:`tile_profile`), and
-                  the last ``C`` beat leaves ``issue_to_push + n_par/lanes`` after the last
-                  row's last pass.
+                  The first :data:`START_ROWS` rows are stepped exactly (their masks arrive as
+                  the input streams); from then on each row costs ``max(passes, that credit
+                  floor)``: the next row's load and its input beats stay ahead whenever the
+                  floor is at least a row's load (``2 + k/lanes``) and its beats (at the
+                  defaults 15 against 10 and 8; in the small configuration 9 against 6 and
+                  4), and the last ``C`` beat leaves ``issue_to_push + n_par/lanes`` after the
+                  last row's last pass.
     results       the last inner chunk's ``C`` beats go through the accumulator into the
                   ``results`` FIFO (one row group deep, readable :data:`ACC_TO_WRITER` cycles
                   after the beat) and out to the writer, one bus word a cycle
@@ -60,8 +63,7 @@ Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at th
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -71,12 +73,11 @@ __all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "TRANSPOSE_TURN", "ACC_TO
            "WRITE_RESPONSE", "dims", "words", "row_nnz", "layer_cycles", "layer_cycles_nnz",
            "tile_profile", "write_layers", "read_layers"]
 
-#: Cycles ``BUSY`` is high before ``LAYER_CYCLES`` restarts from 0: the descriptor checks
-#: (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS; hw/engine.py). START to DONE is
-#: ``LAYER_CYCLES + CHECK_CYCLES``.
+#: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS;
+#: hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
 CHECK_CYCLES = 19
-#: The first read burst's AR transfer, cycles after ``LAYER_CYCLES``' first cycle (the
-#: sequencer's command through its queue, the burst walker's size register).
+#: The first read burst's AR transfer, cycles after the checks (the sequencer's command
+#: through its queue, the burst walker's size register).
 FIRST_AR = 4
 #: A block's last beat written into the transposer to its first beat read out.
 TRANSPOSE_TURN = 4
@@ -124,8 +125,7 @@ class EngineTiming:
         from spartan_rtl.hw.engine import BLOCK
         p = BLOCK.resolve({})
         p.update(overrides)
-        if "lanes" in overrides or "width" in overrides:
-            p.setdefault("data_width", p["lanes"] * p["width"])
+        if "data_width" not in overrides:
             p["data_width"] = p["lanes"] * p["width"]
         return cls.of(p)
 
@@ -156,15 +156,6 @@ class EngineTiming:
     def b_beats(self):
         """``B`` chunk beats into the GEMM."""
         return self.k * self.n // self.lanes
-
-    @property
-    def credit_floor(self):
-        """Cycles between two passes that each need the output entry (single-entry FIFO)."""
-        g = self.gemm
-        if g.fifo_depth == 1:
-            return g.issue_to_push + 1 + g.n_par // self.lanes
-        return max(g.n_par // self.lanes, _cdiv(g.issue_to_push + 1 + g.n_par // self.lanes,
-                                                g.fifo_depth))
 
 
 def dims(op, M, K, N):
@@ -205,7 +196,7 @@ def words(op, M, K, N, t):
     return out
 
 
-def row_nnz(op, a_matrix, t, M=None, K=None, N=None):
+def row_nnz(op, a_matrix, t):
     """Nonzeros of every row of every ``A`` block: ``(Mo, ceil(Ki/k))`` counts of the streamed
     operand (X, dY, Xᵀ for OP 0, 1, 2) per row and inner chunk of ``k`` (``a_matrix`` as stored
     at ``A_ADDR``: raw elements or a boolean mask; nonzero = not 0)."""
@@ -284,6 +275,298 @@ def tile_profile(nnz, t, *, sparse=True, transposed=False):
     c_last = X[:, -1] + g.issue_to_push + beats[:, -1]
     return {"X": X, "load": LS, "c_last": c_last, "beats": beats,
             "passes": passes.sum(axis=1)}
+
+
+#: The compactor's input admission (hw/compactor.py ``room``), as the model steps it: a
+#: row's data beats and its mask count in their FIFO's level this many cycles after the input
+#: beat that makes them (short pipeline, deep pipeline), and a data beat leaves it this many
+#: cycles after the loader takes its row's mask.
+_ADMIT = {False: (1, 1, 3), True: (1, 4, 3)}
+#: Rows of a tile's end the admission is stepped over (the rows before are taken as buffered).
+ADMIT_ROWS = 16
+#: Tiles per layer whose last ``A`` beat is stepped (OP 1 needs it); the rest take the mean.
+ADMIT_TILES = 256
+
+
+def _makers(nnz, bpr, lanes, dense):
+    """Input beat (of its row) that makes each data beat: uniform nonzeros assumed."""
+    if dense:
+        return list(range(bpr))
+    if nnz == 0:
+        return []
+    out = []
+    for j in range(_cdiv(nnz, lanes)):
+        need = (j + 1) * lanes
+        out.append(bpr - 1 if need >= nnz else min(_cdiv(need * bpr, nnz) - 1, bpr - 1))
+    return out
+
+
+def last_a_beat(nnz, load, t, *, sparse=True, transposed=False):
+    """Cycle (from the tile's first ``A`` beat) the tile's last ``A`` beat enters the core: the
+    input runs at the reader's (or the transposer's) rate until the compactor's FIFOs are at
+    their thresholds (``room``: data FIFO at most ``k/lanes + 4`` beats, 2 below 8 lanes; mask
+    FIFO at most 5 rows, in the cycle before), then as the loader (``load``: each row's mask
+    taken, from :func:`tile_profile`) empties them. ``nnz``: the tile's rows' nonzeros."""
+    import bisect
+    L, bpr = t.lanes, t.beats_per_row
+    deep = L >= 8
+    wd, wm, rd = _ADMIT[deep]
+    dd, dm = bpr + (4 if deep else 2), 5
+    R = len(nnz)
+    nnz = np.asarray(nnz, dtype=np.int64)
+    nd = np.full(R, bpr, dtype=np.int64) if not sparse else np.where(nnz == 0, 0,
+                                                                          _cdiv(nnz, L))
+    r0 = max(0, R - ADMIT_ROWS)
+    load = np.asarray(load, dtype=np.int64)
+    mask_reads = load.tolist()
+    # Data beats leave in row order, each row's from rd cycles after its mask.
+    starts = np.repeat(load + rd - np.concatenate([[0], np.cumsum(nd)[:-1]]), nd)
+    data_reads = (starts + np.arange(int(nd.sum()))).tolist()
+    mask_in = [-(1 << 40)] * r0          # cycles from which each mask counts in the level
+    data_in = [-(1 << 40)] * int(nd[:r0].sum())
+    prev = -(1 << 40)
+    for r in range(r0, R):
+        times = []
+        for b in range(bpr):
+            x = r * bpr + b
+            c = max(x + x // 3 if transposed else x, prev + 1)
+            while True:
+                gone_d = bisect.bisect_right(data_reads, c - 2)
+                gone_m = bisect.bisect_right(mask_reads, c - 2)
+                if (bisect.bisect_right(data_in, c - 1) - gone_d <= dd
+                        and bisect.bisect_right(mask_in, c - 1) - gone_m <= dm):
+                    break
+                # Blocked: the levels fall only as the loader reads; jump to the next read.
+                nxt = min(data_reads[gone_d] if gone_d < len(data_reads) else 1 << 40,
+                          mask_reads[gone_m] if gone_m < len(mask_reads) else 1 << 40)
+                c = max(c + 1, nxt + 2)
+            times.append(c)
+            prev = c
+        for j in _makers(int(nnz[r]), bpr, L, not sparse):
+            bisect.insort(data_in, times[j] + wd + 1)
+        mask_in.append(times[-1] + wm + 1)
+    return prev
+
+
+def _geometry(op, M, K, N, t):
+    Mo, Ki, No = dims(op, M, K, N)
+    return Mo, Ki, No, _parts(Mo, t.acc_rows), _parts(Ki, t.k), _parts(No, t.n)
+
+
+def _row_write_cycles(nv, t):
+    """Cycles the writer spends on one result row: its words (one a cycle, the padding
+    columns' words dropped in a cycle each) or its bursts' addresses (two cycles each)."""
+    kept = _cdiv(nv * t.acc_width // 8, t.bus_bytes)
+    total = t.n // t.lanes * t.words_per_c_beat
+    return max(total, 2 * _cdiv(kept, t.max_burst)), kept, total
+
+
+def _first_bursts(rows, words, t):
+    return rows * _cdiv(words, t.max_burst) if words else 0
+
+
+def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TILES,
+                     per_step=False):
+    """:func:`layer_cycles` from the streamed operand's nonzeros per row and inner chunk
+    (``nnz``: ``(Mo, ceil(Ki/k))``, :func:`row_nnz`; only their counts matter to the model)
+    and each tile's mode (``sparse``: a bool, or one per tile in the engine's order).
+    ``per_step``: also ``"per_step"``, each step's first and last ``B`` beat, first ``A``
+    beat and last ``C`` beat (int64 arrays, cycles from START: the first cycle
+    ``LAYER_CYCLES`` counts is 0)."""
+    L, k, MT = t.lanes, t.k, t.acc_rows
+    g = t.gemm
+    Mo, Ki, No, mvs, kvs, nvs = _geometry(op, M, K, N, t)
+    nnz = np.asarray(nnz, dtype=np.int64)
+    if nnz.shape != (Mo, len(kvs)):
+        raise ValueError(f"nnz must be (Mo, ceil(Ki/k)) = {(Mo, len(kvs))}, not {nnz.shape}")
+    n_nc, n_mt, n_kc = len(nvs), len(mvs), len(kvs)
+    T = n_nc * n_mt * n_kc
+    modes = np.broadcast_to(np.asarray(sparse, dtype=bool), (T,)).reshape(n_nc, n_mt, n_kc)
+    transposed = op == 2
+    # --- every distinct block (mt, kc) in each mode it runs in: its schedule -------------
+    prof = {}
+    for mode in (False, True):
+        need = modes.any(axis=0) if mode else (~modes).any(axis=0)   # (n_mt, n_kc)
+        for mt, mv in enumerate(mvs):
+            kcs = np.flatnonzero(need[mt])
+            if not len(kcs):
+                continue
+            rows = nnz[mt * MT:mt * MT + mv, kcs].T                 # (blocks, mv)
+            if not mode:
+                rows = rows[:1]
+            pr = tile_profile(rows, t, sparse=mode, transposed=transposed)
+            for i, kc in enumerate(kcs):
+                j = i if mode else 0
+                prof[(mode, mt, kc)] = {"c_last": int(pr["c_last"][j]), "X": pr["X"][j],
+                                        "load": pr["load"][j], "passes": int(pr["passes"][j]),
+                                        "nnz": rows[j]}
+    # OP 1: each block's last A beat (the transposer's next write waits for it): stepped
+    # once per row count for dense blocks (all alike), for up to ``admit_tiles`` sparse ones
+    # (the rest take the mean gap to their last C beat of those with as many rows).
+    a_last = {}
+    if op == 1:
+        gaps = {}
+        stepped = 0
+        for key in sorted(prof):
+            mode, mt, kc = key
+            pr, same = prof[key], (mode, mvs[mt])
+            if (not mode and same in gaps) or (mode and stepped >= admit_tiles):
+                continue
+            a_last[key] = last_a_beat(pr["nnz"], pr["load"], t, sparse=mode)
+            gaps.setdefault(same, []).append(pr["c_last"] - a_last[key])
+            stepped += mode
+        for key in prof:
+            if key not in a_last:
+                mode, mt, _ = key
+                gap = gaps.get((mode, mvs[mt])) or [v for (m, _), vs in gaps.items()
+                                                    if m == mode for v in vs]
+                a_last[key] = prof[key]["c_last"] - int(round(np.mean(gap)))
+    # --- the steps, in order: within a row group every step adds its parts ----------------
+    b_beats = t.b_beats
+    b_span = _transposed_span(b_beats) if op == 1 else b_beats
+    start_read = FIRST_AR + t.read_latency
+    b_first0 = start_read if op != 1 else start_read + b_beats - 1 + TRANSPOSE_TURN
+    # Step 0's reads: the B chunk's bursts, then the A tile's (2 cycles each).
+    if op == 1:
+        b0_rows, b0_words = min(nvs[0], t.n), _cdiv(kvs[0], L)
+    else:
+        b0_rows, b0_words = kvs[0], _cdiv(nvs[0], L)
+    a_first_read = FIRST_AR + 2 * _first_bursts(b0_rows, b0_words, t) + 1 + t.read_latency
+    a_fill = k * MT // L + TRANSPOSE_TURN - 1 if op == 2 else 0   # OP 2: Xᵀ into the transposer
+    wpc = t.words_per_c_beat
+    beats_row = t.n // L
+    E = MT * beats_row                                  # results FIFO entries (C beats)
+    itp = g.issue_to_push
+    floor = itp + 1 + beats_row
+    keys = [(bool(modes[nc, mt, kc]), mt, kc) for nc in range(n_nc) for mt in range(n_mt)
+            for kc in range(n_kc)]
+    cl = np.array([prof[key]["c_last"] for key in keys], dtype=np.int64)
+    passes = np.array([prof[key]["passes"] for key in keys], dtype=np.int64)
+    # Between steps: one cycle, or (OP 1) until the transposer holds the next B chunk.
+    turn = np.zeros(T, dtype=np.int64)
+    if op == 1:
+        al = np.array([a_last[key] for key in keys], dtype=np.int64)
+        turn[1:] = np.maximum(0, al[:-1] + b_beats + TRANSPOSE_TURN - cl[:-1] - 1)
+    # c_last(s) - c_last(s-1) without waits for the results FIFO:
+    inc = 1 + turn + b_span + a_fill + cl
+    acc = {"b_load": T * b_span, "a_wait": T * a_fill, "tile": int((cl + 1).sum()),
+           "passes": int(passes.sum()), "turn": 0, "stall": 0}
+    a_first0 = max(b_first0 + b_span, a_first_read) + a_fill
+    acc["a_wait"] += a_first0 - (b_first0 + b_span) - a_fill
+    c_prev = a_first0 + cl[0] - inc[0]        # so that c_last(0) = c_prev + inc[0]
+    writer_prev = None        # entry free times, entries of the previous row group's results
+    writer_busy_until = -(1 << 40)
+    final = None
+    s0 = 0
+    step_c_last = np.zeros(T, dtype=np.int64)
+    step_stall = np.zeros(T, dtype=np.int64)
+    for nc, nv in enumerate(nvs):
+        row_cycles, kept, total = _row_write_cycles(nv, t)
+        pace = _cdiv(row_cycles, beats_row)
+        for mt, mv in enumerate(mvs):
+            s1 = s0 + n_kc
+            ends = c_prev + np.cumsum(inc[s0:s1])
+            step_c_last[s0:s1] = ends
+            c_last = int(ends[-1])
+            last = s1 - 1
+            a_first = c_last - int(cl[last])
+            mode, _, kc = keys[last]
+            X = prof[keys[last]]["X"]
+            # The results FIFO: beat j of this row group waits for entry (E_g + j - E) of
+            # the previous group to have left; the GEMM's rows then wait for their credit.
+            avail_rel = (X[:, None] + itp + 1 - (beats_row - g.n_par // L)
+                         + np.arange(beats_row)[None, :])            # (mv, beats_row)
+            stall = 0
+            if writer_prev is not None:
+                free, e_prev = writer_prev
+                j = np.arange(mv * beats_row).reshape(mv, beats_row)
+                idx = e_prev + j - E
+                if (idx >= 0).any():
+                    bound = np.where(idx >= 0, free[np.clip(idx, 0, None)] - a_first,
+                                     -(1 << 40))
+                    s_row = (bound + (beats_row - 1 - np.arange(beats_row))).max(axis=1) \
+                        - (itp + beats_row)
+                    if mv > 1:
+                        suffix = X[-1] - X[1:]            # increments after row i + 1
+                        x_last = max(int(X[-1]), int((s_row[:-1] + floor + suffix).max()))
+                    else:
+                        x_last = int(X[-1])
+                    stall = max(0, max(x_last, int(s_row[-1])) - int(X[-1]))
+                    if stall:
+                        avail_rel = np.maximum(avail_rel, bound)
+            c_last += stall
+            step_c_last[last] = c_last
+            step_stall[last] = stall
+            acc["stall"] += stall
+            acc["tile"] += stall
+            avail = (a_first + avail_rel + ACC_TO_WRITER).reshape(-1)
+            # The writer, in order: one word a cycle, wpc words a beat (or the row's bursts'
+            # addresses, when they take longer).
+            idx = np.arange(avail.size, dtype=np.int64)
+            start = np.maximum(np.maximum.accumulate(avail - idx * pace),
+                               writer_busy_until + 1) + idx * pace
+            writer_busy_until = int(start[-1] + wpc - 1)
+            writer_prev = (start + wpc, avail.size)
+            final = (writer_busy_until, int(start[-beats_row]) + kept - 1)
+            if op == 1 and stall and s1 < T:
+                # the next B chunk's wait for the transposer, measured from the later C
+                new_turn = max(0, int(al[last]) + b_beats + TRANSPOSE_TURN
+                               - int(cl[last]) - stall - 1)
+                inc[s1] += new_turn - turn[s1]
+                turn[s1] = new_turn
+            c_prev = c_last
+            s0 = s1
+    acc["turn"] = int(turn.sum())
+    if per_step:
+        # Each step's parts, back from its last C beat.
+        a_first_s = step_c_last - cl - step_stall
+        b_last_s = a_first_s - a_fill - 1
+        b_last_s[0] = b_first0 + b_span - 1
+        per = {"b_first": b_last_s - b_span + 1, "b_last": b_last_s, "a_first": a_first_s,
+               "c_last": step_c_last}
+    end_words, end_kept = final
+    layer = max(end_words + 2, end_kept + WRITE_RESPONSE)
+    out = {"layer_cycles": int(layer) + CHECK_CYCLES, "checks": CHECK_CYCLES, "steps": T,
+           "tiles_sparse": int(modes.sum()), "tiles_dense": int(T - modes.sum()),
+           "start": int(b_first0),
+           "b_load": acc["b_load"], "a_wait": acc["a_wait"], "tile": acc["tile"],
+           "tile_passes": acc["passes"], "tile_other": acc["tile"] - acc["passes"],
+           "results_stall": acc["stall"], "turnaround": acc["turn"],
+           "drain": int(layer - c_prev - 1)}
+    out.update(words(op, M, K, N, t))
+    if per_step:
+        out["per_step"] = {name: v + CHECK_CYCLES for name, v in per.items()}
+    return out
+
+
+def layer_cycles(op, a_matrix, M, K, N, params, *, mode=None, modes_per_tile=None, **kwargs):
+    """Predicted ``LAYER_CYCLES`` of one layer (zero-wait memory) and its breakdown.
+
+    ``a_matrix``: the ``A`` operand as stored at ``A_ADDR`` (X, dY, X for OP 0, 1, 2; raw
+    elements or a boolean mask); ``params``: the engine's parameters (a dict, or an
+    :class:`EngineTiming`); each tile dense or sparse by ``mode`` (1 dense, 2 sparse) or
+    ``modes_per_tile`` (bools, the engine's tile order: what the density table decides in
+    auto mode). Returns a dict: ``layer_cycles`` (the register: START to DONE), the cycles of
+    each part (``checks``: the descriptor's, :data:`CHECK_CYCLES`; ``start``: then to the
+    first ``B`` beat;
+    ``b_load``; ``a_wait``: ``B``'s last beat to ``A``'s first (OP 2: the ``Xᵀ`` block into
+    the transposer); ``tile``: first ``A`` beat to last ``C`` beat, of which ``tile_passes``
+    GEMM issue cycles and ``tile_other`` the pipeline's fill, the output's pace and the
+    results FIFO's waits (``results_stall``); ``turnaround``: last ``C`` beat to the next
+    ``B`` beat beyond one cycle; ``drain``: the last ``C`` beat to the end), which add up to
+    ``layer_cycles``, and the words and bytes of each operand (exact). ``per_step=True``: also
+    each step's times (:func:`layer_cycles_nnz`)."""
+    t = params if isinstance(params, EngineTiming) else EngineTiming.of(params)
+    if modes_per_tile is not None:
+        sparse = np.asarray(modes_per_tile, dtype=bool)
+    elif mode in (None, 1, 3, "dense"):
+        sparse = False
+    elif mode in (2, "sparse"):
+        sparse = True
+    else:
+        raise ValueError(f"mode must be 1 (dense) or 2 (sparse), or give modes_per_tile, "
+                         f"not {mode!r}")
+    return layer_cycles_nnz(op, row_nnz(op, a_matrix, t), M, K, N, t, sparse, **kwargs)
 
 
 # --- operands of the RTL timing runs (verif/tb/tb_engine_timing.py) -------------------------

@@ -85,7 +85,9 @@ __all__ = ["DEFAULT_ROWS", "DEFAULT_THRESHOLD", "AXIL_READ_CYCLES", "GEMMS", "OP
            "estimate_wgrad",
            "estimate_random", "profile_tiles", "LayerEstimate", "estimate_layer",
            "estimate_trace", "estimate_network", "totals", "two_sided", "last_pass",
-           "quantise", "sample_trace_tiles", "format_report"]
+           "quantise", "sample_trace_tiles", "format_report", "ENGINE_FORMS", "engine_timing",
+           "EngineGemm", "EngineLayer", "engine_gemm", "engine_layer", "engine_trace",
+           "engine_network", "engine_totals", "format_engine_report"]
 
 #: Rows per streamed tile (one core packet).
 DEFAULT_ROWS = 64
@@ -722,3 +724,297 @@ def sample_trace_tiles(paths, *, per_layer, rows, k, seed=2021):
                                   "gemm": which, "chunk": chunk, "row0": row0,
                                   "rows": min(rows, r_total - row0)})
     return specs
+
+
+# --- the layer engine (spartan_engine): whole GEMMs from memory ---------------------------------
+#
+# The same three GEMMs per conv layer on the layer engine (docs/engine.md), timed by its cycle
+# model (golden/engine_timing.py): OP 0 forward streams X (= A here), OP 1 dgrad streams dY,
+# OP 2 wgrad streams Xᵀ, or dYᵀ with the operands swapped (A_ADDR = dY, B_ADDR = X: the
+# engine then writes dWᵀ); per layer the form with fewer adaptive cycles (software knows both
+# from the last step's LAYER_CYCLES), dense: the cheaper dense form. Everything the engine does
+# is counted: B chunk loads (one per step, acc_rows rows a step), the transposer fills, the
+# pipeline's fill per tile, the output's pace, the results writes and their waits, the
+# turn-around between steps, the drain; and the bus words of every operand (identical in
+# both modes: the engine reads every element). A tile (acc_rows x k, zero-padded past the
+# inner dimension, padding counted by the monitor) runs sparse iff nnz*256 <= THRESHOLD*elems
+# (the oracle, as for the stream core).
+
+#: The engine's streamed operand per form.
+ENGINE_FORMS = {"forward": (0, "X"), "dgrad": (1, "dY"), "wgrad_x": (2, "X^T"),
+                "wgrad_dy": (2, "dY^T")}
+
+
+def engine_timing(**overrides):
+    """The engine block's defaults (hw/engine.py) as its cycle model's parameters."""
+    from .engine_timing import EngineTiming
+    return EngineTiming.default(**overrides)
+
+
+@dataclass
+class EngineGemm:
+    """One GEMM of a layer on the engine: dense and adaptive :func:`layer_cycles` results."""
+
+    gemm: str                 # "forward", "dgrad" or "wgrad"
+    op: int                   # the engine's OP
+    operand: str              # streamed: "X", "dY", "X^T" or "dY^T"
+    shape: tuple              # (M, K, N) of the descriptor
+    dims: tuple               # (Mo, Ki, No): result rows, inner dimension, result columns
+    density: float            # of the streamed operand
+    dense: dict               # golden/engine_timing.py layer_cycles_nnz, every tile dense
+    adaptive: dict            # ... each tile by the threshold
+    measured: bool = True     # False: the operand was not in the trace, counted dense
+
+    @property
+    def dense_cycles(self):
+        return self.dense["layer_cycles"]
+
+    @property
+    def adaptive_cycles(self):
+        return self.adaptive["layer_cycles"]
+
+    @property
+    def speedup(self):
+        return self.dense_cycles / self.adaptive_cycles
+
+    @property
+    def macs(self):
+        return math.prod(self.dims)
+
+    def as_dict(self):
+        return {"gemm": self.gemm, "op": self.op, "operand": self.operand,
+                "shape": list(self.shape), "dims": list(self.dims), "density": self.density,
+                "measured": self.measured, "dense_cycles": self.dense_cycles,
+                "adaptive_cycles": self.adaptive_cycles, "speedup": self.speedup,
+                "dense": self.dense, "adaptive": self.adaptive}
+
+
+@dataclass
+class EngineLayer:
+    name: str
+    shape: tuple              # (M, K, N)
+    gemms: dict               # name -> EngineGemm
+
+    @property
+    def dense_cycles(self):
+        return sum(g.dense_cycles for g in self.gemms.values())
+
+    @property
+    def adaptive_cycles(self):
+        return sum(g.adaptive_cycles for g in self.gemms.values())
+
+    @property
+    def speedup(self):
+        return self.dense_cycles / self.adaptive_cycles
+
+    def as_dict(self):
+        return {"name": self.name, "shape": list(self.shape),
+                "dense_cycles": self.dense_cycles, "adaptive_cycles": self.adaptive_cycles,
+                "speedup": self.speedup,
+                "gemms": {name: g.as_dict() for name, g in self.gemms.items()}}
+
+
+def _tile_decisions(nnz, t, threshold, n_no):
+    """Per tile in the engine's order, sparse iff its ``nnz*256 <= threshold*elems`` (elems
+    = mv*k: the padding past the inner dimension is streamed and counted)."""
+    mo, n_kc = nnz.shape
+    rows = t.acc_rows
+    n_mt = _chunks(mo, rows)
+    pad = n_mt * rows - mo
+    per_tile = np.pad(nnz, ((0, pad), (0, 0))).reshape(n_mt, rows, n_kc).sum(axis=1)
+    mv = np.minimum(rows, mo - np.arange(n_mt) * rows)
+    sparse = per_tile * 256 <= threshold * (mv[:, None] * t.k)
+    return np.broadcast_to(sparse, (n_no, n_mt, n_kc)).reshape(-1)
+
+
+def engine_gemm(name, form, nnz, shape, t, threshold, *, measured=True):
+    """One GEMM (``form`` a key of :data:`ENGINE_FORMS`) from its streamed operand's nonzeros
+    per row and inner chunk (``nnz``, ``(Mo, ceil(Ki/k))``) and the descriptor's ``shape``
+    ``(M, K, N)``: dense and adaptive."""
+    from .engine_timing import dims as engine_dims, layer_cycles_nnz
+    op, operand_name = ENGINE_FORMS[form]
+    M, K, N = shape
+    mo, ki, no = engine_dims(op, M, K, N)
+    nnz = np.asarray(nnz, dtype=np.int64)
+    dense = layer_cycles_nnz(op, nnz, M, K, N, t, False)
+    decisions = _tile_decisions(nnz, t, threshold, _chunks(no, t.n))
+    adaptive = layer_cycles_nnz(op, nnz, M, K, N, t, decisions)
+    return EngineGemm(name, op, operand_name, (M, K, N), (mo, ki, no),
+                      float(nnz.sum()) / (mo * ki), dense, adaptive, measured)
+
+
+def _wgrad_pick(x_form, dy_form):
+    """wgrad on the engine: the form with fewer adaptive cycles; dense, the cheaper dense."""
+    from dataclasses import replace
+    best = x_form if x_form.adaptive_cycles <= dy_form.adaptive_cycles else dy_form
+    cheap = x_form if x_form.dense_cycles <= dy_form.dense_cycles else dy_form
+    return replace(best, dense=cheap.dense)
+
+
+def engine_layer(name, a_bits, dy_bits, n_out, t, threshold=DEFAULT_THRESHOLD, *, first=False):
+    """The three GEMMs of one conv layer on the engine from the input mask ``a_bits`` (M x K)
+    and the output-error mask ``dy_bits`` (M x N; None: not measured, counted dense, and
+    wgrad streams Xᵀ). ``first``: no data gradient."""
+    from .engine_timing import row_nnz
+    a_bits = np.asarray(a_bits, dtype=bool)
+    m, k = a_bits.shape
+    measured = dy_bits is not None
+    dy = np.asarray(dy_bits, dtype=bool) if measured else np.ones((m, n_out), bool)
+    if dy.shape != (m, n_out):
+        raise ValueError(f"dy must have shape (M, N) = {(m, n_out)}, not {dy.shape}")
+    out = {"forward": engine_gemm("forward", "forward", row_nnz(0, a_bits, t), (m, k, n_out),
+                                  t, threshold)}
+    if not first:
+        out["dgrad"] = engine_gemm("dgrad", "dgrad", row_nnz(1, dy, t), (m, k, n_out), t,
+                                   threshold, measured=measured)
+    wx = engine_gemm("wgrad", "wgrad_x", row_nnz(2, a_bits, t), (m, k, n_out), t, threshold)
+    if measured:
+        wd = engine_gemm("wgrad", "wgrad_dy", row_nnz(2, dy, t), (m, n_out, k), t, threshold)
+        wx = _wgrad_pick(wx, wd)
+    else:
+        wx.measured = False
+    out["wgrad"] = wx
+    return EngineLayer(name, (m, k, n_out), out)
+
+
+def engine_trace(trace, t, threshold=DEFAULT_THRESHOLD, progress=None):
+    """:func:`engine_layer` of every layer of a loaded trace (the first has no dgrad)."""
+    result = []
+    for i, layer in enumerate(trace.layers):
+        a, dy = _bits(layer)
+        result.append(engine_layer(layer.name, a, dy, layer.w_shape[0], t, threshold,
+                                   first=i == 0))
+        if progress:
+            progress(layer.name)
+    return result
+
+
+def _random_nnz(rng, rows, inner, density, k):
+    """Nonzeros per row and inner chunk of an unstructured random ``rows x inner`` mask."""
+    widths = np.array([min(k, inner - c) for c in range(0, inner, k)], dtype=np.int64)
+    return rng.binomial(np.broadcast_to(widths, (rows, len(widths))), density)
+
+
+def engine_network(network, t, threshold=DEFAULT_THRESHOLD, *, seed=2021, progress=None):
+    """:func:`engine_layer` for a network of golden/networks.py: unstructured random masks at
+    each operand's density (only their counts per row and inner chunk are drawn: every tile
+    of every GEMM is timed). wgrad: both forms timed, the one with fewer cycles taken."""
+    from .networks import layers as network_layers
+    rng = np.random.default_rng(seed)
+    out = []
+    for g in network_layers(network):
+        est = {"forward": engine_gemm("forward", "forward",
+                                      _random_nnz(rng, g.m, g.k, g.density, t.k),
+                                      (g.m, g.k, g.n), t, threshold)}
+        if g.has_dgrad:
+            est["dgrad"] = engine_gemm("dgrad", "dgrad",
+                                       _random_nnz(rng, g.m, g.n, g.dy_density, t.k),
+                                       (g.m, g.k, g.n), t, threshold)
+        wx = engine_gemm("wgrad", "wgrad_x", _random_nnz(rng, g.k, g.m, g.density, t.k),
+                         (g.m, g.k, g.n), t, threshold)
+        wd = engine_gemm("wgrad", "wgrad_dy", _random_nnz(rng, g.n, g.m, g.dy_density, t.k),
+                         (g.m, g.n, g.k), t, threshold)
+        est["wgrad"] = _wgrad_pick(wx, wd)
+        out.append(EngineLayer(g.name, (g.m, g.k, g.n), est))
+        if progress:
+            progress(g.name)
+    return out
+
+
+#: The parts of an engine GEMM's cycles, as golden/engine_timing.py names them.
+ENGINE_PARTS = ("start", "b_load", "a_wait", "tile_passes", "tile_other", "turnaround",
+                "drain")
+
+
+def engine_totals(layers):
+    """Whole-step figures of the engine: cycles dense and adaptive, per GEMM and in total,
+    the parts of the adaptive cycles, and the bytes moved per operand."""
+    def sums(gemms):
+        dense = sum(g.dense_cycles for g in gemms)
+        adaptive = sum(g.adaptive_cycles for g in gemms)
+        parts = {p: sum(g.adaptive[p] for g in gemms) for p in ENGINE_PARTS}
+        dense_parts = {p: sum(g.dense[p] for g in gemms) for p in ENGINE_PARTS}
+        moved = {f"{x}_BYTES": sum(g.adaptive[f"{x}_BYTES"] for g in gemms) for x in "ABC"}
+        return {"dense_cycles": dense, "adaptive_cycles": adaptive,
+                "speedup": dense / adaptive if adaptive else math.inf,
+                "adaptive_parts": parts, "dense_parts": dense_parts, "bytes": moved}
+    every = [g for layer in layers for g in layer.gemms.values()]
+    out = sums(every)
+    out["gemms"] = {name: sums([layer.gemms[name] for layer in layers if name in layer.gemms])
+                    for name in GEMMS if any(name in layer.gemms for layer in layers)}
+    return out
+
+
+def _mb(x):
+    return f"{x / 1e6:.2f}"
+
+
+def format_engine_report(layers, t, threshold, core=None, title=""):
+    """The engine's table: per layer and GEMM the form, tiles run sparse, dense and adaptive
+    cycles, speedup, where the adaptive cycles go (GEMM passes, the rest of the tiles, B
+    loads, the transposer's fills, turn-around, start and drain) and the bytes read and
+    written; the per-GEMM and whole-step totals, beside the stream core's step figure
+    (``core``: :func:`totals` of the same layers) when given."""
+    lines = [title] if title else []
+    lines.append(f"  engine: k={t.k} n={t.n} lanes={t.lanes} n_par={t.n_par} "
+                 f"acc_rows={t.acc_rows} data_width={t.data_width} acc_width={t.acc_width} "
+                 f"max_burst={t.max_burst}; zero-wait memory; THRESHOLD={threshold:#x} per "
+                 f"{t.acc_rows}x{t.k} tile")
+    head = (f"  {'layer':<12} {'gemm':<7} {'OP':>2} {'streamed':<5} {'Mo x Ki x No':>18} "
+            f"{'sparse':>9} {'dense cyc':>11} {'adaptive':>11} {'speedup':>8} {'passes':>6} "
+            f"{'tiles+':>6} {'B load':>6} {'xpose':>6} {'turn':>5} {'ends':>5} "
+            f"{'A MB':>7} {'B MB':>7} {'C MB':>7}")
+    lines.append(head)
+
+    def pct(part, total):
+        return f"{100 * part / total:5.1f}%" if total else "    -"
+
+    for layer in layers:
+        for name, g in layer.gemms.items():
+            a = g.adaptive
+            total = a["layer_cycles"]
+            streamed = g.operand + ("" if g.measured else "*")
+            lines.append(
+                f"  {layer.name:<12} {name:<7} {g.op:>2} {streamed:<5} "
+                f"{'x'.join(map(str, g.dims)):>18} "
+                f"{a['tiles_sparse']:>4}/{a['steps']:<4} {g.dense_cycles:>11} "
+                f"{g.adaptive_cycles:>11} {g.speedup:>7.2f}x {pct(a['tile_passes'], total)} "
+                f"{pct(a['tile_other'], total)} {pct(a['b_load'], total)} "
+                f"{pct(a['a_wait'], total)} {pct(a['turnaround'], total):>5} "
+                f"{pct(a['start'] + a['drain'], total):>5} {_mb(a['A_BYTES']):>7} "
+                f"{_mb(a['B_BYTES']):>7} {_mb(a['C_BYTES']):>7}")
+        lines.append(f"  {layer.name:<12} {'step':<7} {'':>2} {'':<5} {'':>18} {'':>9} "
+                     f"{layer.dense_cycles:>11} {layer.adaptive_cycles:>11} "
+                     f"{layer.speedup:>7.2f}x")
+    tot = engine_totals(layers)
+    for name, g in tot["gemms"].items():
+        lines.append(f"  {'total':<12} {name:<7} {'':>2} {'':<5} {'':>18} {'':>9} "
+                     f"{g['dense_cycles']:>11} {g['adaptive_cycles']:>11} {g['speedup']:>7.2f}x"
+                     f" {'':>6} {'':>6} {'':>6} {'':>6} {'':>5} {'':>5} "
+                     f"{_mb(g['bytes']['A_BYTES']):>7} {_mb(g['bytes']['B_BYTES']):>7} "
+                     f"{_mb(g['bytes']['C_BYTES']):>7}")
+    lines.append(f"  {'total':<12} {'step':<7} {'':>2} {'':<5} {'':>18} {'':>9} "
+                 f"{tot['dense_cycles']:>11} {tot['adaptive_cycles']:>11} "
+                 f"{tot['speedup']:>7.2f}x")
+    parts = tot["adaptive_parts"]
+    total = tot["adaptive_cycles"]
+    lines.append("  engine, adaptive step: " + ", ".join(
+        f"{label} {100 * parts[p] / total:.1f} %" for label, p in (
+            ("GEMM passes", "tile_passes"), ("rest of the tiles (fill, output pace, results "
+                                             "waits)", "tile_other"),
+            ("B loads", "b_load"), ("transposer fills", "a_wait"),
+            ("turn-around", "turnaround"), ("start", "start"), ("drain", "drain"))))
+    moved = tot["bytes"]
+    lines.append(f"  engine, bytes moved in the step (either mode): A {_mb(moved['A_BYTES'])} MB "
+                 f"read, B {_mb(moved['B_BYTES'])} MB read, C {_mb(moved['C_BYTES'])} MB "
+                 f"written")
+    summary = (f"  whole training step on the engine {tot['speedup']:.2f}x "
+               f"(dense {tot['dense_cycles']} -> adaptive {tot['adaptive_cycles']} cycles)")
+    if core is not None:
+        summary += f"; the stream core {core['speedup']:.2f}x"
+    lines.append(summary)
+    lines.append("  (passes: GEMM issue cycles; tiles+: the rest of the tiles' cycles; xpose: "
+                 "OP 2's X^T block into the transposer; turn: between steps; ends: start and "
+                 "drain; *: not in the trace, counted dense; wgrad: the form with fewer "
+                 "cycles, its dense figure the cheaper dense form)")
+    return "\n".join(lines)

@@ -248,24 +248,54 @@ def cmd_bench(args):
 
 
 def cmd_estimate(args):
-    """Every input checked first (output path, GEMM parameters, options, the trace), then the
-    estimate, where any failure is a bug."""
+    """Every input checked first (output path, GEMM and engine parameters, options, the trace
+    or network), then the estimate, where any failure is a bug. Beside the stream core's
+    figures, the layer engine's (golden/engine_timing.py's cycle model)."""
     import json
-    from spartan_rtl.golden import estimate, traces
+    from spartan_rtl.golden import estimate, networks, traces
+    from spartan_rtl.golden.engine_timing import EngineTiming
     from spartan_rtl.golden.gemm import GemmTiming
     if args.json is not None:
         check_output_file(args.json, "--json")
     timing = GemmTiming.of(block_values(blocks.get("gemm"), args.config, args.set))
+    for item in args.engine_set or ():
+        if "=" not in item or not item.partition("=")[0]:
+            raise UsageError(f"--engine-set must be NAME=VALUE, not {item!r}")
+    engine_values = _as_usage(parse_sets, blocks.get("engine"), args.engine_set)
+    if "data_width" not in engine_values and ("lanes" in engine_values
+                                              or "width" in engine_values):
+        lanes = engine_values.get("lanes", blocks.get("engine").resolve({})["lanes"])
+        width = engine_values.get("width", blocks.get("engine").resolve({})["width"])
+        engine_values["data_width"] = lanes * width
+    engine = EngineTiming.of(_as_usage(blocks.get("engine").resolve, engine_values))
     opts = _as_usage(estimate.Options, timing, rows=args.rows, threshold=args.threshold)
+    if args.samples < 1:
+        raise UsageError(f"--samples must be a positive integer, not {args.samples}")
+    network = args.file if args.file in networks.NETWORKS and not Path(args.file).exists() \
+        else None
+    if network is None:
+        try:
+            trace = traces.load(args.file)
+        except traces.TraceError as e:
+            raise UsageError(str(e)) from None
     try:
-        trace = traces.load(args.file)
-    except traces.TraceError as e:
-        raise UsageError(str(e)) from None
-    try:
-        layers = estimate.estimate_trace(trace, opts)
+        if network is None:
+            layers = estimate.estimate_trace(trace, opts)
+            engine_layers = estimate.engine_trace(trace, engine, opts.threshold)
+        else:
+            layers = estimate.estimate_network(network, opts, samples=args.samples)
+            engine_layers = estimate.engine_network(network, engine, opts.threshold)
+        core_total = estimate.totals(layers)
         report = estimate.format_report(layers, opts, f"estimate: {args.file}")
+        report += "\n\n" + estimate.format_engine_report(
+            engine_layers, engine, opts.threshold, core=core_total,
+            title=f"estimate on the layer engine: {args.file}")
         doc = {"file": args.file, "layers": [layer.as_dict() for layer in layers],
-               "total": estimate.totals(layers)}
+               "total": core_total,
+               "engine": {"params": {f: getattr(engine, f) for f in EngineTiming.FIELDS},
+                          "threshold": opts.threshold,
+                          "layers": [layer.as_dict() for layer in engine_layers],
+                          "total": estimate.engine_totals(engine_layers)}}
     except Exception as e:
         raise Bug(f"estimating {args.file!r} failed") from e
     print(report)
@@ -323,9 +353,18 @@ def build_parser():
     bench.add_argument("--quick", action="store_true", help="smaller runs, for CI")
     bench.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     bench.set_defaults(func=cmd_bench)
-    est = sub.add_parser("estimate", help="per-layer speedup estimates from an activation trace")
-    est.add_argument("file", metavar="FILE.npz", help="trace in golden/traces.py's layout")
+    est = sub.add_parser("estimate", help="per-layer speedup estimates from an activation "
+                         "trace or a network, on the stream core and on the layer engine")
+    est.add_argument("file", metavar="FILE.npz|NETWORK",
+                     help="trace in golden/traces.py's layout, or alexnet, vgg16, resnet18 "
+                     "(golden/networks.py: random masks at their densities)")
     add_param_options(est)  # GEMM parameters (spartan list)
+    est.add_argument("--engine-set", action="append", metavar="NAME=VALUE",
+                     help="a layer engine parameter (spartan list engine; default: its "
+                     "defaults, data_width = lanes*width), repeatable")
+    est.add_argument("--samples", type=int, default=16,
+                     help="NETWORK: random tiles timed per tile shape on the stream core "
+                     "(default 16; the engine times every tile)")
     est.add_argument("--rows", type=int, default=64, help="rows per A tile (default 64)")
     est.add_argument("--threshold", type=number, default=0xF0,
                      help="THRESHOLD register: sparse iff density <= T/256 (default 0xf0)")

@@ -1,15 +1,18 @@
 """Timing runs of the layer engine on given operands (golden/engine_timing.py's measurements).
 
 ``timing_layers`` runs the layers of ``args["layers"]`` (a ``.npz`` written by
-:func:`spartan_rtl.golden.engine_timing.write_layers`: per layer ``op``, ``mode``, the operands ``a``, ``b`` as stored) one
-after another on :class:`spartan_rtl.tb.tb_engine.EngineTB` with a zero-wait memory (no pause
-on any channel, the registers' bus too), each layer checked like every layer of that
-testbench (results, memory, counters, table, bus counters), each START after ``CTRL.CLEAR``
-and ``FORGET``. It writes ``args["out"]`` (default ``timing.json``): per layer
-``LAYER_CYCLES``, ``A_WORDS``/``B_WORDS``/``C_WORDS``, the tile counters, and, with
-``args["probe"]``, per step the cycles of the core's stream events seen inside the design
-(first and last ``B`` beat into the GEMM, first and last ``A`` beat into the monitor, last
-``C`` beat out of the GEMM), counted from the first cycle ``LAYER_CYCLES`` counts.
+:func:`spartan_rtl.golden.engine_timing.write_layers`: per layer ``op``, ``mode``, the
+operands ``a``, ``b`` as stored) one after another on
+:class:`spartan_rtl.tb.tb_engine.EngineTB` with a zero-wait memory (no pause on any channel,
+the registers' bus too), each layer checked like every layer of that testbench (results,
+memory, counters, table, bus counters), each START after ``CTRL.CLEAR`` and ``FORGET``. It
+writes ``args["out"]`` (default ``timing.json``): per layer ``LAYER_CYCLES``,
+``A_WORDS``/``B_WORDS``/``C_WORDS``, the tile counters, and, with ``args["probe"]``, per
+step the cycles of the core's stream events seen inside the design (first and last ``B`` beat
+into the GEMM, first and last ``A`` beat into the monitor, last ``C`` beat out of the GEMM)
+and of every transfer on AR, R, W and B, counted from the first cycle ``LAYER_CYCLES`` counts
+(golden/engine_timing.py's times are :data:`~spartan_rtl.golden.engine_timing.CHECK_CYCLES`
+later: they start after the descriptor checks).
 
 Because the operands come from the file, the cycle model sees exactly the matrices the RTL
 computed (the engine's own testbench draws its operands from its seed).
@@ -20,7 +23,6 @@ from __future__ import annotations
 import json
 
 import cocotb
-import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from spartan_rtl.golden.engine_timing import read_layers
@@ -28,9 +30,9 @@ from spartan_rtl.tb.axis import read_int, test_args
 from spartan_rtl.tb.tb_engine import EngineTB
 
 #: The design's signals the probe reads (the flattened Verilog's names, hw/engine.py).
-PROBES = {"a_valid": "core.a__valid", "a_ready": "core.a__ready", "a_last": "core.a__payload.last",
-          "b_valid": "core.b__valid", "b_ready": "core.b__ready", "b_last": "core.b__payload.last",
-          "c_done": "core.c_done",
+PROBES = {"a_valid": "core.a__valid", "a_ready": "core.a__ready",
+          "a_last": "core.a__payload.last", "b_valid": "core.b__valid",
+          "b_ready": "core.b__ready", "b_last": "core.b__payload.last", "c_done": "core.c_done",
           "layer_cycles": "core.LAYER_CYCLES_LAYER_CYCLES"}
 
 
@@ -65,9 +67,8 @@ class _Probe:
             if e is None:
                 continue
             lc = read_int(h["layer_cycles"])
-            # The first cycle LAYER_CYCLES counts: it reads 0 there and 1 at the next sample.
-            # (the last such cycle: LAYER_CYCLES also counts the descriptor checks' cycles
-            # before the layer's START clears it, from 0 after a reset)
+            # The first cycle LAYER_CYCLES counts: it reads 0 there (START zeroed it) and 1
+            # at the next sample.
             if lc == 1 and self._last_lc == 0:
                 self.first_count = self.cycle - 1
             self._last_lc = lc
@@ -100,6 +101,7 @@ class _Probe:
 
 @cocotb.test(skip="layers" not in test_args())
 async def timing_layers(dut):
+    """The layers of ``args["layers"]``, their figures to ``args["out"]`` (module docstring)."""
     tb = EngineTB(dut)
     args = tb.args
     layers = read_layers(args["layers"])
