@@ -28,7 +28,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ACCESS", "BUS_DOC", "Field", "Register", "Window", "RegisterMap", "AxiLiteRegisters",
-           "axil_members", "RESP_OKAY", "RESP_SLVERR"]
+           "axil_members", "forward_ports", "RESP_OKAY", "RESP_SLVERR"]
 
 RESP_OKAY = 0b00
 RESP_SLVERR = 0b10
@@ -158,6 +158,17 @@ def axil_members(addr_width):
         "s_axil_rdata": Out(DATA_WIDTH), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1),
         "s_axil_rready": In(1),
     }
+
+
+def forward_ports(m, outer, inner, names):
+    """Drive ``inner``'s like-named ports from ``outer``'s inputs, and ``outer``'s outputs from
+    ``inner``'s: a block's bus ports handed to the unit inside it that serves them."""
+    for name in names:
+        port, inside = getattr(outer, name), getattr(inner, name)
+        if outer.signature.members[name].flow == In:
+            m.d.comb += inside.eq(port)
+        else:
+            m.d.comb += port.eq(inside)
 
 
 class AxiLiteRegisters(wiring.Component):

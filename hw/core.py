@@ -35,8 +35,6 @@ after it happens)
     ``THRESHOLD`` (those run sparse in the next pass, in auto mode).
 """
 
-from types import SimpleNamespace
-
 from amaranth.hdl import Cat, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
@@ -45,7 +43,8 @@ from amaranth.lib.wiring import In, Out
 from . import ecp5
 from . import params as P
 from . import registers
-from .axil import AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members
+from .axil import (AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members,
+                   forward_ports)
 from .block import Block
 from .compactor import MAX_COLS, Compactor
 from .elements import beat_layout, delayed, is_nonzero, popcount, tree_sum
@@ -171,12 +170,7 @@ class SpartanCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         regs = AxiLiteRegisters(self._map)
-        for name in axil_members(self._map.addr_width):
-            port, inner = getattr(self, name), getattr(regs, name)
-            if self.signature.members[name].flow == In:
-                m.d.comb += inner.eq(port)
-            else:
-                m.d.comb += port.eq(inner)
+        forward_ports(m, self, regs, axil_members(self._map.addr_width))
         tile_datapath(m, self._p, regs, a=self.s_axis_a, b=wiring.flipped(self.s_axis_b),
                       c=wiring.flipped(self.m_axis_c))
         return m
@@ -189,9 +183,9 @@ def tile_datapath(m, p, regs, *, a, b, c):
 
     ``regs``: the register slave (added here, as submodule ``regs``), or a view of another
     block's slave with its ``fields``/``written``/``window_addr``/``window_data`` for the
-    fields of :func:`register_map` the data path uses (added by that block). ``a``: the ``A`` stream read here (its
-    ``ready`` driven here); ``b``: an outgoing ``B`` stream view, ``c`` an incoming ``C``
-    stream view, connected to the GEMM. Returns the blocks and a few status signals.
+    fields of :func:`register_map` the data path uses (added by that block). ``a``: the ``A``
+    stream read here (its ``ready`` driven here); ``b``: an outgoing ``B`` stream view, ``c``
+    an incoming ``C`` stream view, connected to the GEMM.
     """
     L, W, K, N = p["lanes"], p["width"], p["k"], p["n"]
     depth = p["table_depth"]
@@ -407,8 +401,6 @@ def tile_datapath(m, p, regs, *, a, b, c):
                                        (1 << COUNTER_BITS) - 1, total[:COUNTER_BITS]))
         m.d.comb += f[(name, name)].eq(counter)
     m.d.comb += f[("TILE", "TILE")].eq(a_tile)
-    return SimpleNamespace(monitor=monitor, compactor=compactor, gemm=gemm,
-                           tiles_in_flight=modes.r_rdy, c_done=c_done)
 
 
 def register_info(component, top):

@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import core
 from . import params as P
-from .axil import AxiLiteRegisters, axil_members
+from .axil import AxiLiteRegisters, axil_members, forward_ports
 from .block import Block
 from .elements import beat_layout, log2
 from .engine_buffers import Accumulator, Transposer, acc_cmd_layout, transpose_cmd_layout
@@ -110,12 +110,7 @@ class SpartanEngine(wiring.Component):
         words_per_c_beat = L * p["acc_width"] // DW
 
         m.submodules.regs = regs = AxiLiteRegisters(self._map)
-        for name in axil_members(self._map.addr_width):
-            port, inner = getattr(self, name), getattr(regs, name)
-            if self.signature.members[name].flow == In:
-                m.d.comb += inner.eq(port)
-            else:
-                m.d.comb += port.eq(inner)
+        forward_ports(m, self, regs, axil_members(self._map.addr_width))
         f = regs.fields
 
         # --- the core's data path, its tiles numbered from each START --------------------------
@@ -126,7 +121,7 @@ class SpartanEngine(wiring.Component):
         a = stream.Signature(beat_layout(L, W)).create()
         b = stream.Signature(beat_layout(L, W)).create()
         c = wiring.flipped(stream.Signature(beat_layout(L, p["acc_width"])).create())
-        core.tile_datapath(m, {q: p[q] for q in p}, view, a=a, b=b, c=c)
+        core.tile_datapath(m, p, view, a=a, b=b, c=c)
 
         m.submodules.reader = reader = BlockReader(lanes=L, width=W, data_width=DW,
                                                    max_burst=p["max_burst"])
@@ -135,12 +130,9 @@ class SpartanEngine(wiring.Component):
             lanes=L, width=W, rows_max=max(K, N), cols_max=max(MT, K))
         m.submodules.accumulator = acc = Accumulator(lanes=L, acc_width=p["acc_width"],
                                                      rows=MT, n=N)
-        for name in axi_master_members(DW):
-            unit = reader if hasattr(reader, name) else writer
-            if self.signature.members[name].flow == In:
-                m.d.comb += getattr(unit, name).eq(getattr(self, name))
-            else:
-                m.d.comb += getattr(self, name).eq(getattr(unit, name))
+        for unit in (reader, writer):   # reads and writes, each its own channels
+            forward_ports(m, self, unit, [name for name in axi_master_members(DW)
+                                          if name in unit.signature.members])
 
         # Command queues from the sequencer to each unit, in step order.
         m.submodules.read_cmds = read_cmds = fifo.SyncFIFOBuffered(
@@ -165,8 +157,10 @@ class SpartanEngine(wiring.Component):
         # the monitor and compactor, and the transposer may offer one operand before the
         # reader has sent the other: so B chunk s waits until C tile s-1 has left, and A tile
         # s until B chunk s is in. (Counts modulo 4: they never differ by more than one.)
-        b_loaded, a_sent, c_left = Signal(2), Signal(2), Signal(2)
-        b_allowed, a_allowed = Signal(), Signal()
+        b_loaded = Signal(2, name="b_loaded")
+        a_sent = Signal(2, name="a_sent")
+        c_left = Signal(2, name="c_left")
+        b_allowed, a_allowed = Signal(name="b_allowed"), Signal(name="a_allowed")
         m.d.sync += [b_loaded.eq(b_loaded + (b.valid & b.ready & b.payload.last)),
                      a_sent.eq(a_sent + (a.valid & a.ready & a.payload.last)),
                      c_left.eq(c_left + (c.valid & c.ready & c.payload.last))]
@@ -202,7 +196,7 @@ class SpartanEngine(wiring.Component):
             m.d.sync += sub.eq(Mux(last_sub, 0, sub + 1))
 
         # --- registers: status, error, counters ------------------------------------------------
-        busy, done, err = Signal(), Signal(), Signal()
+        busy, done, err = Signal(name="busy"), Signal(name="done"), Signal(name="err")
         start_accepted = Signal()   # a START while idle: the descriptor is copied, checks begin
         err_code = Signal(4)
         m.d.comb += [f[("STATUS", "BUSY")].eq(busy), f[("STATUS", "DONE")].eq(done),
@@ -231,7 +225,7 @@ class SpartanEngine(wiring.Component):
              for name in ("M", "K", "N", "A_ADDR", "A_STRIDE", "B_ADDR", "B_STRIDE", "C_ADDR",
                           "C_STRIDE")}
         # The three matrices' shapes by OP: (rows, columns, bytes per element).
-        mo, ki, no = Signal(DIM_BITS), Signal(DIM_BITS), Signal(DIM_BITS)
+        mo, ki, no = (Signal(DIM_BITS, name=name) for name in ("mo", "ki", "no"))
         shapes = {
             "A": (d["M"], Mux(op == OPS["dgrad"], d["N"], d["K"]), elem_bytes),
             "B": (Mux(op == OPS["wgrad"], d["M"], d["K"]), d["N"], elem_bytes),

@@ -75,7 +75,7 @@ class Transposer(wiring.Component):
 
         # Read side: column ``col``, beat ``rb`` (rows rb*L .. rb*L + L - 1).
         cmd = self.cmd
-        col, rb = Signal(COUNT_BITS), Signal(COUNT_BITS)
+        col, rb = Signal(COUNT_BITS, name="col"), Signal(COUNT_BITS, name="rb")
         m.submodules.staged = staged = fifo.SyncFIFOBuffered(width=L * W + 2, depth=4)
         issued = Signal()   # a read was issued last cycle: its word is on the ports now
         issue = Signal()
@@ -92,7 +92,8 @@ class Transposer(wiring.Component):
         m.d.sync += issued.eq(issue)
 
         shift = col[:lane_bits] if L > 1 else 0
-        shift_q, last_q, dest_q = Signal(lane_bits), Signal(), Signal()
+        shift_q = Signal(lane_bits, name="shift_q")
+        last_q, dest_q = Signal(name="last_q"), Signal(name="dest_q")
         m.d.sync += [shift_q.eq(shift), last_q.eq(final), dest_q.eq(cmd.payload.dest)]
         bank_words = []
         for b in range(L):
@@ -159,10 +160,12 @@ class Accumulator(wiring.Component):
 
         cmd, c = self.cmd, self.c
         addr = Signal(range(max(depth, 2)))
-        s1_valid, s2_valid = Signal(), Signal()
-        s1_addr, s2_addr = Signal.like(addr), Signal.like(addr)
-        s1_data, s2_data = Signal(L * A), Signal(L * A)
-        s1_first, s2_first, s1_last, s2_last = Signal(), Signal(), Signal(), Signal()
+        # Stage 1: the beat taken, its word being read; stage 2: the word read, the sum.
+        s1_valid, s2_valid = Signal(name="s1_valid"), Signal(name="s2_valid")
+        s1_addr, s2_addr = Signal.like(addr, name="s1_addr"), Signal.like(addr, name="s2_addr")
+        s1_data, s2_data = Signal(L * A, name="s1_data"), Signal(L * A, name="s2_data")
+        s1_first, s2_first = Signal(name="s1_first"), Signal(name="s2_first")
+        s1_last, s2_last = Signal(name="s1_last"), Signal(name="s2_last")
         s2_stored = Signal(L * A)
         pipeline_empty = ~s1_valid & ~s2_valid
         # A last chunk's beat is taken only with room in ``results`` for it and the two ahead.

@@ -46,10 +46,12 @@ def axi_master_members(data_width):
             members.update({"m_axi_wdata": Out(data_width), "m_axi_wstrb": Out(data_width // 8),
                             "m_axi_wlast": Out(1), "m_axi_wvalid": Out(1),
                             "m_axi_wready": In(1),
-                            "m_axi_bid": In(ID_WIDTH), "m_axi_bresp": In(2), "m_axi_bvalid": In(1), "m_axi_bready": Out(1)})
+                            "m_axi_bid": In(ID_WIDTH), "m_axi_bresp": In(2),
+                            "m_axi_bvalid": In(1), "m_axi_bready": Out(1)})
         else:
-            members.update({"m_axi_rid": In(ID_WIDTH), "m_axi_rdata": In(data_width), "m_axi_rresp": In(2),
-                            "m_axi_rlast": In(1), "m_axi_rvalid": In(1), "m_axi_rready": Out(1)})
+            members.update({"m_axi_rid": In(ID_WIDTH), "m_axi_rdata": In(data_width),
+                            "m_axi_rresp": In(2), "m_axi_rlast": In(1), "m_axi_rvalid": In(1),
+                            "m_axi_rready": Out(1)})
     return members
 
 
@@ -103,9 +105,14 @@ class BurstWalker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         word_shift = log2(self._bw)
-        row_addr, addr = Signal(ADDR_WIDTH), Signal(ADDR_WIDTH)
-        stride, rows_left, words, left = (Signal(ADDR_WIDTH), Signal(COUNT_BITS),
-                                          Signal(COUNT_BITS), Signal(COUNT_BITS))
+        # The block being walked: its row's first address, the next burst's, the pitch, rows
+        # still to start, words a row, words of this row still to request.
+        row_addr = Signal(ADDR_WIDTH, name="row_addr")
+        addr = Signal(ADDR_WIDTH, name="burst_addr")
+        stride = Signal(ADDR_WIDTH, name="row_stride")
+        rows_left = Signal(COUNT_BITS, name="rows_left")
+        words = Signal(COUNT_BITS, name="row_words")
+        left = Signal(COUNT_BITS, name="words_left")
         length = Signal(9)
         to_boundary = Signal(13 - word_shift + 1)
         m.d.comb += [to_boundary.eq((4096 - addr[:12]) >> word_shift),
@@ -140,6 +147,29 @@ class BurstWalker(wiring.Component):
         return m
 
 
+def take_block(m, cmd, walker, pending, *, rows):
+    """Accept a block command while the address side is free and the data side has room for
+    its copy: the walker starts on the block (``rows`` of its rows touch memory) and the copy
+    queues in ``pending`` for the data side, which walks it later."""
+    m.d.comb += [
+        walker.base.eq(cmd.payload.base), walker.stride.eq(cmd.payload.stride),
+        walker.rows.eq(rows), walker.words.eq(cmd.payload.words),
+        cmd.ready.eq(~walker.busy & pending.w_rdy),
+        walker.start.eq(cmd.valid & cmd.ready),
+        pending.w_en.eq(cmd.valid & cmd.ready), pending.w_data.eq(cmd.payload.as_value()),
+    ]
+
+
+def drive_address(m, unit, channel, walker, data_width):
+    """Address channel ``channel`` (``"ar"``, ``"aw"``) of ``unit`` from ``walker``: its burst,
+    whole-word INCR beats, ID 0, normal non-cacheable bufferable data access."""
+    def port(field):
+        return getattr(unit, f"m_axi_{channel}{field}")
+    m.d.comb += [port("addr").eq(walker.addr), port("len").eq(walker.len - 1),
+                 port("size").eq(log2(data_width // 8)), port("burst").eq(BURST_INCR),
+                 port("id").eq(0), port("cache").eq(CACHE_NORMAL), port("prot").eq(0)]
+
+
 class BlockReader(wiring.Component):
     """Reads blocks (:func:`read_cmd_layout`) and sends their beats, zero-filled outside the
     valid rows and words, with ``row``/``beat`` indices and ``last`` on a block's last beat.
@@ -170,21 +200,13 @@ class BlockReader(wiring.Component):
         m.submodules.pending = pending = fifo.SyncFIFOBuffered(
             width=read_cmd_layout(L).size, depth=2)
         cmd = self.cmd
-        m.d.comb += [
-            walker.base.eq(cmd.payload.base), walker.stride.eq(cmd.payload.stride),
-            walker.rows.eq(cmd.payload.valid_rows), walker.words.eq(cmd.payload.words),
-            cmd.ready.eq(~walker.busy & pending.w_rdy),
-            walker.start.eq(cmd.valid & cmd.ready),
-            pending.w_en.eq(cmd.valid & cmd.ready), pending.w_data.eq(cmd.payload.as_value()),
-            self.m_axi_araddr.eq(walker.addr), self.m_axi_arlen.eq(walker.len - 1),
-            self.m_axi_arsize.eq(log2(p["data_width"] // 8)), self.m_axi_arburst.eq(BURST_INCR),
-            self.m_axi_arvalid.eq(walker.valid), walker.ready.eq(self.m_axi_arready),
-            self.m_axi_arid.eq(0), self.m_axi_arcache.eq(CACHE_NORMAL), self.m_axi_arprot.eq(0),
-        ]
+        take_block(m, cmd, walker, pending, rows=cmd.payload.valid_rows)
+        drive_address(m, self, "ar", walker, p["data_width"])
+        m.d.comb += [self.m_axi_arvalid.eq(walker.valid), walker.ready.eq(self.m_axi_arready)]
 
         # --- R side: one beat per row position, from memory or zero ---------------------------
         block = data.View(read_cmd_layout(L), pending.r_data)
-        row, beat = Signal(COUNT_BITS), Signal(COUNT_BITS)
+        row, beat = Signal(COUNT_BITS, name="row"), Signal(COUNT_BITS, name="beat")
         in_memory = Signal()
         m.d.comb += in_memory.eq((row < block.valid_rows) & (beat < block.words))
         last_word = beat == block.words - 1
@@ -244,15 +266,9 @@ class ResultWriter(wiring.Component):
         # Lengths of the bursts whose AW went out, for the W side's wlast.
         m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=9, depth=8)
         cmd = self.cmd
+        take_block(m, cmd, walker, pending, rows=cmd.payload.rows)
+        drive_address(m, self, "aw", walker, DW)
         m.d.comb += [
-            walker.base.eq(cmd.payload.base), walker.stride.eq(cmd.payload.stride),
-            walker.rows.eq(cmd.payload.rows), walker.words.eq(cmd.payload.words),
-            cmd.ready.eq(~walker.busy & pending.w_rdy),
-            walker.start.eq(cmd.valid & cmd.ready),
-            pending.w_en.eq(cmd.valid & cmd.ready), pending.w_data.eq(cmd.payload.as_value()),
-            self.m_axi_awaddr.eq(walker.addr), self.m_axi_awlen.eq(walker.len - 1),
-            self.m_axi_awsize.eq(log2(BW)), self.m_axi_awburst.eq(BURST_INCR),
-            self.m_axi_awid.eq(0), self.m_axi_awcache.eq(CACHE_NORMAL), self.m_axi_awprot.eq(0),
             self.m_axi_awvalid.eq(walker.valid & lengths.w_rdy),
             walker.ready.eq(self.m_axi_awready & lengths.w_rdy),
             lengths.w_en.eq(walker.valid & walker.ready), lengths.w_data.eq(walker.len),
@@ -267,7 +283,8 @@ class ResultWriter(wiring.Component):
 
         # --- W side -----------------------------------------------------------------------------
         block = data.View(layout, pending.r_data)
-        row, word, in_burst = Signal(COUNT_BITS), Signal(COUNT_BITS), Signal(9)
+        row, word = Signal(COUNT_BITS, name="row"), Signal(COUNT_BITS, name="word")
+        in_burst = Signal(9, name="in_burst")
         keep = Signal()
         m.d.comb += keep.eq(word < block.words)
         src = self.data

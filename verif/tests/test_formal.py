@@ -267,12 +267,13 @@ def test_internals_name_block_signals():
         internals["nowhere/level"]
     core = blocks.get("core")
     dut = core.build(**core.resolve(formal.CHECKS["core"].params))
-    # A register Amaranth left unnamed (``row, word = Signal(16), ...``) or named like a port
-    # (the walker's ``addr``) is found by its local variable name in ``elaborate``; a memory's
-    # row through a read port the harness adds.
+    # A register whose name differs from its local variable in ``elaborate`` (the walker's
+    # ``left`` is the signal ``words_left``; its ``addr``, ``burst_addr``, beside the port
+    # ``addr``) is found by the variable's name; a memory's row through a read port the
+    # harness adds.
     writer = formal.CHECKS["engine_writer"].dut()
     internals = formal.Internals(*formal.elaborate_keeping_locals(writer, "formal"))
-    assert internals["walker/left"].name == "$signal" and len(internals["walker/left"]) == 16
+    assert internals["walker/left"].name == "words_left" and len(internals["walker/left"]) == 16
     assert len(internals["walker/addr"]) == 32 and internals["row"] is not internals["word"]
     assert len(internals.row("lengths/storage", 6)) == 9
     with pytest.raises(IndexError):
