@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "Vspartan_core.h"
+#include "axil_master.h"
 #include "verilated.h"
 
 extern "C" {
@@ -128,7 +129,8 @@ class Harness {
   public:
     explicit Harness(const Config& config)
         : cfg_(config), rng_(config.seed), context_(new VerilatedContext),
-          top_(new Vspartan_core(context_.get())) {}
+          top_(new Vspartan_core(context_.get())),
+          bus_(*top_, rng_, config.idle_percent, config.stall_percent) {}
 
     ~Harness() { top_->final(); }
 
@@ -147,13 +149,13 @@ class Harness {
         drive(a_, top_->s_axis_a_tdata, top_->s_axis_a_tvalid, top_->s_axis_a_tlast);
         drive(b_, top_->s_axis_b_tdata, top_->s_axis_b_tvalid, top_->s_axis_b_tlast);
         top_->m_axis_c_tready = chance(100 - cfg_.stall_percent);
-        drive_axil();
+        bus_.drive();
         top_->eval();
         bool a_fire = top_->s_axis_a_tvalid && top_->s_axis_a_tready;
         bool b_fire = top_->s_axis_b_tvalid && top_->s_axis_b_tready;
         bool c_fire = top_->m_axis_c_tvalid && top_->m_axis_c_tready;
         if (c_fire) take_c();
-        sample_axil();
+        bus_.sample();
         top_->clk = 1;
         top_->eval();
         context_->timeInc(1);
@@ -164,26 +166,18 @@ class Harness {
 
     // --- AXI4-Lite master: the driver's hooks -----------------------------------------------
     uint32_t read(uintptr_t address) {
-        ar_.pending = true;
-        ar_.delay = delay();
-        ar_.address = static_cast<uint32_t>(address);
-        r_.done = false;
-        wait([this] { return r_.done; }, "AXI4-Lite read");
-        if (r_.resp != 0)
-            fail("read of 0x%lx answered %u, expected OKAY", (unsigned long)address, r_.resp);
-        return r_.data;
+        bus_.start_read(static_cast<uint32_t>(address));
+        wait([this] { return bus_.done(); }, "AXI4-Lite read");
+        if (bus_.resp() != 0)
+            fail("read of 0x%lx answered %u, expected OKAY", (unsigned long)address, bus_.resp());
+        return bus_.data();
     }
 
     void write(uintptr_t address, uint32_t value) {
-        aw_.pending = w_.pending = true;
-        aw_.delay = delay();
-        w_.delay = delay();
-        aw_.address = static_cast<uint32_t>(address);
-        w_.data = value;
-        b_resp_.done = false;
-        wait([this] { return b_resp_.done; }, "AXI4-Lite write");
-        if (b_resp_.resp != 0)
-            fail("write of 0x%lx answered %u, expected OKAY", (unsigned long)address, b_resp_.resp);
+        bus_.start_write(static_cast<uint32_t>(address), value);
+        wait([this] { return bus_.done(); }, "AXI4-Lite write");
+        if (bus_.resp() != 0)
+            fail("write of 0x%lx answered %u, expected OKAY", (unsigned long)address, bus_.resp());
     }
 
     // --- streams --------------------------------------------------------------------------
@@ -209,18 +203,6 @@ class Harness {
     }
 
   private:
-    struct Address {
-        bool pending = false;
-        unsigned delay = 0;
-        uint32_t address = 0;
-        uint32_t data = 0;
-    };
-    struct Response {
-        bool done = false;
-        unsigned resp = 0;
-        uint32_t data = 0;
-        bool ready = false;
-    };
 
     bool chance(unsigned percent) {
         return std::uniform_int_distribution<unsigned>(0, 99)(rng_) < percent;
@@ -275,35 +257,7 @@ class Harness {
         }
     }
 
-    void drive_axil() {
-        top_->s_axil_awvalid = aw_.pending && aw_.delay == 0;
-        top_->s_axil_awaddr = aw_.pending ? aw_.address : garbage() & 0xFFFF;
-        top_->s_axil_wvalid = w_.pending && w_.delay == 0;
-        top_->s_axil_wdata = w_.pending ? w_.data : garbage();
-        top_->s_axil_wstrb = 0xF;
-        top_->s_axil_bready = chance(100 - cfg_.stall_percent);
-        top_->s_axil_arvalid = ar_.pending && ar_.delay == 0;
-        top_->s_axil_araddr = ar_.pending ? ar_.address : garbage() & 0xFFFF;
-        top_->s_axil_rready = chance(100 - cfg_.stall_percent);
-    }
 
-    void sample_axil() {
-        if (top_->s_axil_awvalid && top_->s_axil_awready) aw_.pending = false;
-        else if (aw_.delay) --aw_.delay;
-        if (top_->s_axil_wvalid && top_->s_axil_wready) w_.pending = false;
-        else if (w_.delay) --w_.delay;
-        if (top_->s_axil_bvalid && top_->s_axil_bready) {
-            b_resp_.done = true;
-            b_resp_.resp = top_->s_axil_bresp;
-        }
-        if (top_->s_axil_arvalid && top_->s_axil_arready) ar_.pending = false;
-        else if (ar_.delay) --ar_.delay;
-        if (top_->s_axil_rvalid && top_->s_axil_rready) {
-            r_.done = true;
-            r_.resp = top_->s_axil_rresp;
-            r_.data = top_->s_axil_rdata;
-        }
-    }
 
     template <typename Done>
     void wait(Done done, const char* what) {
@@ -316,8 +270,7 @@ class Harness {
     std::unique_ptr<VerilatedContext> context_;
     std::unique_ptr<Vspartan_core> top_;
     Source a_, b_;
-    Address aw_, w_, ar_;
-    Response b_resp_, r_;
+    AxilMaster<Vspartan_core> bus_;
     std::vector<uint64_t> c_;
     uint64_t cycles_ = 0, tiles_sent_ = 0, c_tiles_ = 0;
     std::ostringstream out_;

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "Vspartan_engine.h"
+#include "axil_master.h"
 #include "verilated.h"
 
 extern "C" {
@@ -143,7 +144,8 @@ class Harness {
     explicit Harness(const Config& config)
         : cfg_(config), word_(config.data_width / 8), rng_(config.seed),
           memory_(kMemoryBytes), writes_(kMemoryBytes, 0), context_(new VerilatedContext),
-          top_(new Vspartan_engine(context_.get())) {
+          top_(new Vspartan_engine(context_.get())),
+          bus_(*top_, rng_, config.wait_percent, config.wait_percent) {
         for (uint8_t& byte : memory_) byte = static_cast<uint8_t>(rng_());
         for (unsigned size = word_; size > 1; size >>= 1) ++word_log2_;
     }
@@ -162,10 +164,10 @@ class Harness {
         top_->clk = 0;
         top_->eval();
         context_->timeInc(1);
-        drive_axil();
+        bus_.drive();
         drive_memory();
         top_->eval();
-        sample_axil();
+        bus_.sample();
         sample_memory();
         top_->clk = 1;
         top_->eval();
@@ -175,26 +177,18 @@ class Harness {
 
     // --- AXI4-Lite master: the driver's hooks ----------------------------------------------
     uint32_t read(uintptr_t address) {
-        ar_.pending = true;
-        ar_.delay = delay();
-        ar_.address = static_cast<uint32_t>(address);
-        r_.done = false;
-        wait([this] { return r_.done; }, "AXI4-Lite read");
-        if (r_.resp != 0)
-            fail("read of 0x%lx answered %u, expected OKAY", (unsigned long)address, r_.resp);
-        return r_.data;
+        bus_.start_read(static_cast<uint32_t>(address));
+        wait([this] { return bus_.done(); }, "AXI4-Lite read");
+        if (bus_.resp() != 0)
+            fail("read of 0x%lx answered %u, expected OKAY", (unsigned long)address, bus_.resp());
+        return bus_.data();
     }
 
     void write(uintptr_t address, uint32_t value) {
-        aw_.pending = w_.pending = true;
-        aw_.delay = delay();
-        w_.delay = delay();
-        aw_.address = static_cast<uint32_t>(address);
-        w_.data = value;
-        b_.done = false;
-        wait([this] { return b_.done; }, "AXI4-Lite write");
-        if (b_.resp != 0)
-            fail("write of 0x%lx answered %u, expected OKAY", (unsigned long)address, b_.resp);
+        bus_.start_write(static_cast<uint32_t>(address), value);
+        wait([this] { return bus_.done(); }, "AXI4-Lite write");
+        if (bus_.resp() != 0)
+            fail("write of 0x%lx answered %u, expected OKAY", (unsigned long)address, bus_.resp());
     }
 
     // --- memory -----------------------------------------------------------------------------
@@ -295,17 +289,6 @@ class Harness {
     }
 
   private:
-    struct Address {
-        bool pending = false;
-        unsigned delay = 0;
-        uint32_t address = 0;
-        uint32_t data = 0;
-    };
-    struct Response {
-        bool done = false;
-        unsigned resp = 0;
-        uint32_t data = 0;
-    };
     struct Burst {
         uint64_t addr = 0;
         unsigned beats = 0, beat = 0;
@@ -340,35 +323,7 @@ class Harness {
     }
 
     // --- AXI4-Lite ----------------------------------------------------------------------------
-    void drive_axil() {
-        top_->s_axil_awvalid = aw_.pending && aw_.delay == 0;
-        top_->s_axil_awaddr = aw_.pending ? aw_.address : garbage() & 0xFFFF;
-        top_->s_axil_wvalid = w_.pending && w_.delay == 0;
-        top_->s_axil_wdata = w_.pending ? w_.data : garbage();
-        top_->s_axil_wstrb = 0xF;
-        top_->s_axil_bready = chance(100 - cfg_.wait_percent);
-        top_->s_axil_arvalid = ar_.pending && ar_.delay == 0;
-        top_->s_axil_araddr = ar_.pending ? ar_.address : garbage() & 0xFFFF;
-        top_->s_axil_rready = chance(100 - cfg_.wait_percent);
-    }
 
-    void sample_axil() {
-        if (top_->s_axil_awvalid && top_->s_axil_awready) aw_.pending = false;
-        else if (aw_.delay) --aw_.delay;
-        if (top_->s_axil_wvalid && top_->s_axil_wready) w_.pending = false;
-        else if (w_.delay) --w_.delay;
-        if (top_->s_axil_bvalid && top_->s_axil_bready) {
-            b_.done = true;
-            b_.resp = top_->s_axil_bresp;
-        }
-        if (top_->s_axil_arvalid && top_->s_axil_arready) ar_.pending = false;
-        else if (ar_.delay) --ar_.delay;
-        if (top_->s_axil_rvalid && top_->s_axil_rready) {
-            r_.done = true;
-            r_.resp = top_->s_axil_rresp;
-            r_.data = top_->s_axil_rdata;
-        }
-    }
 
     // --- AXI4 memory ----------------------------------------------------------------------------
     void drive_memory() {
@@ -486,8 +441,7 @@ class Harness {
     std::vector<uint8_t> writes_;
     std::unique_ptr<VerilatedContext> context_;
     std::unique_ptr<Vspartan_engine> top_;
-    Address aw_, w_, ar_;
-    Response b_, r_;
+    AxilMaster<Vspartan_engine> bus_;
     std::deque<Burst> rq_, awq_;
     std::deque<bool> bq_;   // error flag of each write response waiting
     bool r_offer_ = false, b_offer_ = false;

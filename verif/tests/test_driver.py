@@ -11,10 +11,6 @@ golden/core.py, which follows the same script here.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,90 +19,31 @@ import pytest
 
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
-from spartan_rtl.hw import registers
 from spartan_rtl.hw.core import BLOCK, SpartanCore
-from spartan_rtl.hw.emit import generate
-from spartan_rtl import runner
-from spartan_rtl import toolchain
+from verif.tests.c_driver import DriverScript, build_harness, check_renamed_header
 
-ROOT = Path(__file__).resolve().parents[2]
-SW = ROOT / "sw"
 HARNESS = Path(__file__).with_name("driver_harness.cpp")
 #: Small enough to build in about a minute: 2 A beats per row, 4 table entries (2 layers).
 CONFIG = dict(lanes=4, width=8, k=16, n=16, k_par=1, n_par=16, table_depth=4)
-C_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 #: Percent of cycles a source idles before offering a beat / a sink refuses one.
 IDLE_PERCENT, STALL_PERCENT = 30, 30
-
-
-def _compiler():
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.fail("a C compiler (gcc) is needed to build the driver")
-    return cc
 
 
 @pytest.fixture(scope="module")
 def harness():
     """The harness executable for CONFIG, built once per source state (sim_build/driver/)."""
-    params = BLOCK.resolve(CONFIG)
-    h = hashlib.sha256(json.dumps(params, sort_keys=True).encode())
-    h.update(runner._source_digest(BLOCK).encode())
-    for path in (HARNESS, SW / "spartan_core.c", SW / "spartan_core.h"):
-        h.update(path.read_bytes())
-    build = runner.sim_build() / "driver" / f"verilator-{h.hexdigest()[:12]}"
-    build.mkdir(parents=True, exist_ok=True)
-    exe = build / "obj" / "harness"
-    with open(build / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not exe.exists():
-            rtl = build / "rtl"
-            generate(BLOCK, CONFIG, rtl)
-            driver_o = build / "spartan_core.o"
-            subprocess.run([_compiler(), *C_FLAGS, "-I", str(SW), "-I", str(rtl), "-c",
-                            str(SW / "spartan_core.c"), "-o", str(driver_o)], check=True)
-            cmd = ["verilator", "--cc", "--exe", "--build", "--build-jobs", "2",
-                   *toolchain.VERILATOR_WAIVERS, "--top-module", BLOCK.top, "-Mdir",
-                   str(build / "obj"), "-o", "harness", "-CFLAGS", f"-I{SW} -I{rtl}",
-                   str(rtl / f"{BLOCK.top}.v"), str(HARNESS), str(driver_o)]
-            result = subprocess.run(cmd, env=toolchain.sim_env(), capture_output=True, text=True)
-            if result.returncode:
-                pytest.fail("Verilator build of the driver harness failed:\n"
-                            + (result.stdout + result.stderr)[-4000:])
-    return exe
+    return build_harness(BLOCK, CONFIG, HARNESS, "spartan_core")
 
 
-class Script:
+class Script(DriverScript):
     """The harness script and, step by step, what golden/core.py expects it to print."""
 
     def __init__(self, params, seed):
-        self.p = params
-        self.model = CoreModel(params)
-        self.lines = [f"config {params['lanes']} {params['width']} {params['acc_width']} "
-                      f"{params['k']} {params['n']} {seed} {IDLE_PERCENT} {STALL_PERCENT}"]
+        super().__init__(params, CoreModel(params),
+                         f"config {params['lanes']} {params['width']} {params['acc_width']} "
+                         f"{params['k']} {params['n']} {seed} {IDLE_PERCENT} {STALL_PERCENT}")
         self.c = []          # expected C of every tile, in order
         self.decisions = []  # per pass: the model's sparse/dense choice of each tile
-        self.counters = []   # expected event counters at each "counters"
-        self.tables = []     # (base, [(nnz, elems) or None], threshold) at each "table"
-
-    def command(self, text):
-        self.lines.append(text)
-
-    def threshold(self, value):
-        self.model.threshold = value
-        self.command(f"threshold {value}")
-
-    def mode(self, value):
-        self.model.mode = value
-        self.command(f"mode {value}")
-
-    def clear(self):
-        self.model.clear()
-        self.command("clear")
-
-    def forget(self):
-        self.model.forget()
-        self.command("forget")
 
     def layer(self, base, tiles, b_raw):
         self.model.table_base = base
@@ -128,14 +65,6 @@ class Script:
         self.decisions.append(decisions)
         self.read_counters()
 
-    def read_counters(self):
-        self.counters.append(dict(self.model.counters))
-        self.command("counters")
-
-    def read_table(self, base, tiles):
-        self.tables.append((base, [self.model.table.get(base + t) for t in range(tiles)],
-                            self.model.threshold))
-        self.command(f"table {base} {tiles}")
 
 
 def _scenario(seed):
@@ -261,20 +190,6 @@ def test_driver_end_to_end(harness, tmp_path, seed):
 def test_driver_builds_against_a_renamed_header(tmp_path):
     """A core generated with ``--name foo`` ships foo_regs.h (same contents): the driver takes
     its name from SPARTAN_CORE_REGS_H_FILE; and C++ code can include the driver's header."""
-    header = registers.render(SpartanCore(**CONFIG).regmap, BLOCK.top)[
-        registers.file_names(BLOCK.top)["header"]]
-    (tmp_path / "foo_regs.h").write_text(header)
-    subprocess.run([_compiler(), *C_FLAGS, "-DSPARTAN_CORE_REGS_H_FILE=\"foo_regs.h\"",
-                    "-I", str(SW), "-I", str(tmp_path), "-c", str(SW / "spartan_core.c"),
-                    "-o", str(tmp_path / "driver.o")], check=True)
-    cxx = shutil.which("g++") or shutil.which("c++")
-    assert cxx, "a C++ compiler (g++) is needed"
-    depth = CONFIG["table_depth"]
-    (tmp_path / "user.cpp").write_text(
-        '#include "spartan_core.h"\n'
-        f"int main() {{ return SPARTAN_CORE_TABLE_DEPTH == {depth} ? 0 : 1; }}\n")
-    subprocess.run([cxx, "-Wall", "-Wextra", "-Werror",
-                    "-DSPARTAN_CORE_REGS_H_FILE=\"foo_regs.h\"", "-I", str(SW), "-I",
-                    str(tmp_path), str(tmp_path / "user.cpp"),
-                    str(tmp_path / "driver.o"), "-o", str(tmp_path / "user")], check=True)
-    subprocess.run([str(tmp_path / "user")], check=True)
+    check_renamed_header(tmp_path, SpartanCore(**CONFIG), BLOCK.top, "spartan_core",
+                         "SPARTAN_CORE_REGS_H_FILE",
+                         f"    return SPARTAN_CORE_TABLE_DEPTH == {CONFIG['table_depth']} ? 0 : 1;\n")

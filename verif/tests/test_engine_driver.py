@@ -13,116 +13,53 @@ event counter, the bus-word counters against the beats the memory saw, and the d
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from spartan_rtl import runner, toolchain
 from spartan_rtl.golden.core import EVENT_COUNTERS
 from spartan_rtl.golden.engine import EngineModel, dims, layer, result_shape
 from spartan_rtl.golden.formats import random_elements
-from spartan_rtl.hw import registers
-from spartan_rtl.hw.emit import generate
 from spartan_rtl.hw.engine import BLOCK, SpartanEngine
+from verif.tests.c_driver import DriverScript, build_harness, check_renamed_header
 
-ROOT = Path(__file__).resolve().parents[2]
-SW = ROOT / "sw"
 HARNESS = Path(__file__).with_name("engine_driver_harness.cpp")
 #: Small enough to build quickly: a 32-bit bus of 4 lanes, k = 16, n = 8, 16 rows of partial
 #: sums, bursts of at most 4 beats, 64 table entries (test_engine.py's second configuration).
 CONFIG = dict(lanes=4, width=8, data_width=32, k=16, n=8, n_par=8, acc_rows=16, max_burst=4,
               table_depth=64, max_tile_elems=4096)
-C_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 #: Percent of cycles each channel's ready (or a response's valid) waits.
 WAIT_PERCENT = 30
-DRIVER = ("spartan_engine.c", "spartan_engine.h")
-
-
-def _compiler():
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.fail("a C compiler (gcc) is needed to build the driver")
-    return cc
 
 
 @pytest.fixture(scope="module")
 def harness():
     """The harness executable for CONFIG, built once per source state
     (sim_build/engine_driver/)."""
-    params = BLOCK.resolve(CONFIG)
-    h = hashlib.sha256(json.dumps(params, sort_keys=True).encode())
-    h.update(runner._source_digest(BLOCK).encode())
-    for path in (HARNESS, *(SW / name for name in DRIVER)):
-        h.update(path.read_bytes())
-    build = runner.sim_build() / "engine_driver" / f"verilator-{h.hexdigest()[:12]}"
-    build.mkdir(parents=True, exist_ok=True)
-    exe = build / "obj" / "harness"
-    with open(build / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not exe.exists():
-            rtl = build / "rtl"
-            generate(BLOCK, CONFIG, rtl)
-            driver_o = build / "spartan_engine.o"
-            subprocess.run([_compiler(), *C_FLAGS, "-I", str(SW), "-I", str(rtl), "-c",
-                            str(SW / "spartan_engine.c"), "-o", str(driver_o)], check=True)
-            cmd = ["verilator", "--cc", "--exe", "--build", "--build-jobs", "2",
-                   *toolchain.VERILATOR_WAIVERS, "--top-module", BLOCK.top, "-Mdir",
-                   str(build / "obj"), "-o", "harness", "-CFLAGS", f"-I{SW} -I{rtl}",
-                   str(rtl / f"{BLOCK.top}.v"), str(HARNESS), str(driver_o)]
-            result = subprocess.run(cmd, env=toolchain.sim_env(), capture_output=True, text=True)
-            if result.returncode:
-                pytest.fail("Verilator build of the engine driver harness failed:\n"
-                            + (result.stdout + result.stderr)[-4000:])
-    return exe
+    return build_harness(BLOCK, CONFIG, HARNESS, "spartan_engine")
 
 
 def _row_bytes(cols, size, word):
     return -(-cols * size // word) * word
 
 
-class Script:
+class Script(DriverScript):
     """The harness script and, layer by layer, what golden/engine.py expects it to print."""
 
     def __init__(self, params, seed):
-        self.p = params
-        self.model = EngineModel(dict(params))
+        super().__init__(params, EngineModel(dict(params)),
+                         f"config {params['lanes']} {params['width']} {int(params['signed'])} "
+                         f"{params['acc_width']} {params['data_width']} {params['max_burst']} "
+                         f"{seed} {WAIT_PERCENT}")
         self.word = params["data_width"] // 8
-        self.lines = [f"config {params['lanes']} {params['width']} {int(params['signed'])} "
-                      f"{params['acc_width']} {params['data_width']} {params['max_burst']} "
-                      f"{seed} {WAIT_PERCENT}"]
         self.layers = []    # per layer command: what to expect
-        self.counters = []  # expected event counters at each "counters"
-        self.tables = []    # (base, [(nnz, elems) or None], threshold) at each "table"
         self.tiles = []     # expected value of each "tiles"
-
-    def command(self, text):
-        self.lines.append(text)
-
-    def threshold(self, value):
-        self.model.threshold = value
-        self.command(f"threshold {value}")
-
-    def mode(self, value):
-        self.model.mode = value
-        self.command(f"mode {value}")
 
     def table_base(self, value):
         self.model.table_base = value
         self.command(f"table_base {value}")
-
-    def clear(self):
-        self.model.clear()
-        self.command("clear")
-
-    def forget(self):
-        self.model.forget()
-        self.command("forget")
 
     def fill(self, addr, stride, matrix):
         rows, cols = matrix.shape
@@ -154,15 +91,6 @@ class Script:
         fields = [desc[f] for f in ("OP", "M", "K", "N", "A_ADDR", "A_STRIDE", "B_ADDR",
                                     "B_STRIDE", "C_ADDR", "C_STRIDE")]
         self.command(("busy_layer " if busy else "layer ") + " ".join(str(f) for f in fields))
-
-    def read_counters(self):
-        self.counters.append(dict(self.model.counters))
-        self.command("counters")
-
-    def read_table(self, base, count):
-        self.tables.append((base, [self.model.table.get(base + t) for t in range(count)],
-                            self.model.threshold))
-        self.command(f"table {base} {count}")
 
     def layer_tiles(self, op, M, K, N):
         Mo, Ki, No = dims(op, M, K, N)
@@ -376,24 +304,9 @@ def test_engine_driver_builds_against_a_renamed_header(tmp_path):
     """An engine generated with ``--name foo`` ships foo_regs.h (same contents): the driver
     takes its name from SPARTAN_ENGINE_REGS_H_FILE; and C++ code can include the driver's
     header."""
-    header = registers.render(SpartanEngine(**CONFIG).regmap, BLOCK.top)[
-        registers.file_names(BLOCK.top)["header"]]
-    (tmp_path / "foo_regs.h").write_text(header)
-    subprocess.run([_compiler(), *C_FLAGS, "-DSPARTAN_ENGINE_REGS_H_FILE=\"foo_regs.h\"",
-                    "-I", str(SW), "-I", str(tmp_path), "-c", str(SW / "spartan_engine.c"),
-                    "-o", str(tmp_path / "driver.o")], check=True)
-    cxx = shutil.which("g++") or shutil.which("c++")
-    assert cxx, "a C++ compiler (g++) is needed"
-    depth = CONFIG["table_depth"]
-    (tmp_path / "user.cpp").write_text(
-        '#include "spartan_engine.h"\n'
-        "int main() {\n"
-        f"    return SPARTAN_ENGINE_TABLE_DEPTH == {depth}\n"
+    check_renamed_header(
+        tmp_path, SpartanEngine(**CONFIG), BLOCK.top, "spartan_engine",
+        "SPARTAN_ENGINE_REGS_H_FILE",
+        f"    return SPARTAN_ENGINE_TABLE_DEPTH == {CONFIG['table_depth']}\n"
         "        && spartan_engine_layer_tiles(SPARTAN_ENGINE_OP_WGRAD, 5, 70, 9, 16, 8, 16) == 10\n"
-        "        && spartan_engine_layer_tiles(3, 5, 70, 9, 16, 8, 16) == 0 ? 0 : 1;\n"
-        "}\n")
-    subprocess.run([cxx, "-Wall", "-Wextra", "-Werror",
-                    "-DSPARTAN_ENGINE_REGS_H_FILE=\"foo_regs.h\"", "-I", str(SW), "-I",
-                    str(tmp_path), str(tmp_path / "user.cpp"),
-                    str(tmp_path / "driver.o"), "-o", str(tmp_path / "user")], check=True)
-    subprocess.run([str(tmp_path / "user")], check=True)
+        "        && spartan_engine_layer_tiles(3, 5, 70, 9, 16, 8, 16) == 0 ? 0 : 1;\n")
