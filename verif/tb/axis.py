@@ -28,7 +28,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from spartan_rtl.handshake import counters, cycle_state
 
-__all__ = ["Beat", "AxisSource", "AxisSink", "Bench", "manifest", "test_args", "read_int",
+__all__ = ["Beat", "AxisSource", "AxisSink", "Bench", "manifest", "test_args", "read_int", "pauses",
            "check_sequence", "stream_fields", "decode", "pack_bytes", "unpack_bytes"]
 
 CLOCK_NS = 10
@@ -48,6 +48,13 @@ def manifest():
 
 def test_args():
     return json.loads(os.environ.get("SPARTAN_ARGS", "{}"))
+
+
+def pauses(rng, probability):
+    """A cocotbext-axi pause generator: each cycle paused with ``probability`` (idle cycles on
+    a source, back-pressure on a sink), drawn from the testbench's seeded ``rng``."""
+    while True:
+        yield rng.random() < probability
 
 
 def read_int(handle):

@@ -18,15 +18,11 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, Axi
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.tb import tb_gemm
-from spartan_rtl.tb.axis import Bench, manifest, pack_bytes, read_int, test_args, unpack_bytes
+from spartan_rtl.tb.axis import (Bench, manifest, pack_bytes, pauses, read_int, test_args,
+                                 unpack_bytes)
 from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 
 COUNTERS = ("CYCLES", "BUSY_CYCLES", "STALL_CYCLES") + EVENT_COUNTERS
-
-
-def pauses(rng, probability):
-    while True:
-        yield rng.random() < probability
 
 
 class CoreTB:

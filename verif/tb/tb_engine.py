@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
-from cocotb.types import LogicArray
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
@@ -41,7 +40,7 @@ from cocotbext.axi.memory import Memory
 from spartan_rtl.golden import engine as golden
 from spartan_rtl.golden.engine import EngineModel
 from spartan_rtl.golden.formats import mask, random_elements, to_signed
-from spartan_rtl.tb.axis import Bench, read_int, test_args
+from spartan_rtl.tb.axis import Bench, pauses, read_int, test_args
 from spartan_rtl.tb.profile import Profile
 
 #: The event counters golden/engine.py models and every layer checks (CONFLICT_CYCLES and
@@ -54,43 +53,7 @@ RESP = {"SLVERR": AxiResp.SLVERR, "DECERR": AxiResp.DECERR}
 TOP = 1 << 32
 
 
-def pauses(rng, probability):
-    while True:
-        yield rng.random() < probability
-
-
 # --- the memory -------------------------------------------------------------------------------
-
-class _Tie:
-    """A stand-in for an AXI ID signal the DUT does not have (cocotbext-axi requires
-    ``awid``/``bid``/``arid``/``rid``): one bit, always 0, writes ignored."""
-
-    _name = "tie"
-
-    def __init__(self):
-        self.value = LogicArray("0")
-
-    def __len__(self):
-        return 1
-
-    def setimmediatevalue(self, value):
-        pass
-
-    def set(self, value):
-        pass
-
-
-def axi_bus_without_ids(dut, prefix):
-    """``AxiBus.from_prefix`` for a master without ID signals: each missing ID is tied to a
-    one-bit 0 the models neither drive nor sample."""
-    bus = AxiBus.from_prefix(dut, prefix)
-    for channel, name in ((bus.write.aw, "awid"), (bus.write.b, "bid"), (bus.read.ar, "arid"),
-                          (bus.read.r, "rid")):
-        if getattr(channel, name, None) is None:
-            channel._signals.pop(name, None)
-            setattr(channel, name, _Tie())
-    return bus
-
 
 class _ErrorResp(Exception):
     def __init__(self, resp):
@@ -225,7 +188,7 @@ class EngineTB:
                         self.axil.read_if.ar_channel, self.axil.write_if.b_channel,
                         self.axil.read_if.r_channel):
             channel.set_pause_generator(pauses(self.rng, bus_idle))
-        self.ram = EngineRam(axi_bus_without_ids(dut, "m_axi"), dut.clk, dut.rst, size=ram_size)
+        self.ram = EngineRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=ram_size)
         for channel in self.ram.channels():
             channel.set_pause_generator(pauses(self.rng, mem_idle))
         for prefix in ("s_axil", "m_axi"):   # a line per burst and per reset otherwise
@@ -1225,6 +1188,9 @@ PROFILE = Profile(
     # The defaults alone: a place-and-route of the engine on the 45F takes most of an hour here.
     synth_sizes=(),
     mutants=0,        # the largest block: only when named
-    mutant_tests=(["random_layers", "bad_descriptors"], {"layers": 3, "big": False}),
+    # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
+    # one random layer has two row groups (``big``), and the refused descriptors reach every
+    # check. Run by name: ``python -m verif.flows.mutants engine --max 40``.
+    mutant_tests=(["random_layers", "bad_descriptors"], {"layers": 3, "big": True}),
     fuzz_examples=2,
 )
