@@ -116,11 +116,19 @@ class CoreModel:
         if short_beats:
             a.reshape(-1)[sent.size:] = 0
             self._add("A_ERRORS", 1)
-        k, n = p["k"], p["n"]
-        if a.ndim != 2 or a.shape[1] != k or a.shape[0] < 1:
-            raise ValueError(f"a must be (rows >= 1, {k}), not {a.shape}")
-        sparse = self.decide()
+        if a.ndim != 2 or a.shape[1] != p["k"] or a.shape[0] < 1:
+            raise ValueError(f"a must be (rows >= 1, {p['k']}), not {a.shape}")
         c = gemm(a, self.b_raw, width=p["width"], signed=p["signed"], acc_width=p["acc_width"])
+        return c, self.account(a, sent)
+
+    def account(self, a, sent=None):
+        """Tile ``a`` (rows x k raw elements, as the GEMM gets it) decided by its table entry
+        and counted; the monitor's measurement of ``sent`` (its beats; default all of ``a``)
+        recorded in entry ``TABLE_BASE + tile``. Returns True when it runs sparse. (The layer
+        engine's model counts its tiles with this too.)"""
+        p = self.params
+        k, n = p["k"], p["n"]
+        sparse = self.decide()
         zvc = encode_tile(a, lanes=p["lanes"], width=p["width"], number_format="int",
                           bypass=not sparse)
         timing = GemmTiming.of(p)
@@ -132,12 +140,12 @@ class CoreModel:
         nonzero = ~is_zero(a, p["width"], "int")
         self._add("ROWS_EMPTY", int((~nonzero.any(axis=1)).sum()))
         self._add("TILES_SPARSE" if sparse else "TILES_DENSE", 1)
-        s = tile_stats(sent, self.threshold, width=p["width"],
-                       number_format="int", max_tile_elems=p["max_tile_elems"])
+        s = tile_stats(a.reshape(-1, p["lanes"]) if sent is None else sent, self.threshold,
+                       width=p["width"], number_format="int", max_tile_elems=p["max_tile_elems"])
         self._add("ZERO_BEATS", s.zero_beats)
         self._add("TILES_BELOW", s.sparse)
         entry = self.table_base + self.tile
         if entry < p["table_depth"]:
             self.table[entry] = (s.nnz, s.elems)
         self.tile += 1
-        return c, sparse
+        return sparse

@@ -45,8 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .core import EVENT_COUNTERS, MODES, CoreModel
-from .formats import is_zero, mask, to_signed
-from .gemm import GemmTiming, row_passes
+from .formats import mask, to_signed
 from .monitor import tile_stats
 
 __all__ = ["OPS", "ERR_CODES", "MAX_DIM", "MODES", "EVENT_COUNTERS", "layer", "layer_values",
@@ -300,30 +299,9 @@ class EngineModel(CoreModel):
 
     def run_block(self, block):
         """One tile (``mv × k`` raw block of the ``A`` operand): decide, count, then record its
-        measurement in entry ``TABLE_BASE + t``. Returns True when it ran sparse."""
-        p = self.params
-        k, n = p["k"], p["n"]
-        sparse = self.decide()
-        nonzero = ~is_zero(block, p["width"], "int")
-        popcount = nonzero.sum(axis=1)
-        timing = GemmTiming.of(p)
-        for r in range(block.shape[0]):
-            ones = int(popcount[r]) if sparse else k
-            self._add("MACS_DONE", ones * n)
-            self._add("MACS_SKIPPED", (k - ones) * n)
-            row_mask = sum(1 << int(j) for j in np.flatnonzero(nonzero[r])) if sparse \
-                else (1 << k) - 1
-            self._add("CONFLICT_CYCLES", row_passes(row_mask, timing)[1])
-        self._add("ROWS_EMPTY", int((popcount == 0).sum()))
-        self._add("TILES_SPARSE" if sparse else "TILES_DENSE", 1)
-        s = _stats(block, self.threshold, p)
-        self._add("ZERO_BEATS", s.zero_beats)
-        self._add("TILES_BELOW", s.sparse)
-        entry = self.table_base + self.tile
-        if entry < p["table_depth"]:
-            self.table[entry] = (s.nnz, s.elems)
-        self.tile += 1
-        return sparse
+        measurement in entry ``TABLE_BASE + t`` (the core's accounting). Returns True when it
+        ran sparse."""
+        return self.account(block)
 
     def run_layer(self, op, a, b, M, K, N):
         """Every tile of an accepted layer, in order (tiles numbered from 0); returns the

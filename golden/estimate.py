@@ -752,7 +752,7 @@ def engine_timing(**overrides):
 
 
 @dataclass
-class EngineGemm:
+class EngineGemm(_Ratios):
     """One GEMM of a layer on the engine: dense and adaptive :func:`layer_cycles` results."""
 
     gemm: str                 # "forward", "dgrad" or "wgrad"
@@ -774,10 +774,6 @@ class EngineGemm:
         return self.adaptive["layer_cycles"]
 
     @property
-    def speedup(self):
-        return self.dense_cycles / self.adaptive_cycles
-
-    @property
     def macs(self):
         return math.prod(self.dims)
 
@@ -790,22 +786,10 @@ class EngineGemm:
 
 
 @dataclass
-class EngineLayer:
+class EngineLayer(_Sums):
     name: str
     shape: tuple              # (M, K, N)
     gemms: dict               # name -> EngineGemm
-
-    @property
-    def dense_cycles(self):
-        return sum(g.dense_cycles for g in self.gemms.values())
-
-    @property
-    def adaptive_cycles(self):
-        return sum(g.adaptive_cycles for g in self.gemms.values())
-
-    @property
-    def speedup(self):
-        return self.dense_cycles / self.adaptive_cycles
 
     def as_dict(self):
         return {"name": self.name, "shape": list(self.shape),
@@ -930,14 +914,11 @@ def engine_totals(layers):
     """Whole-step figures of the engine: cycles dense and adaptive, per GEMM and in total,
     the parts of the adaptive cycles, and the bytes moved per operand."""
     def sums(gemms):
-        dense = sum(g.dense_cycles for g in gemms)
-        adaptive = sum(g.adaptive_cycles for g in gemms)
-        parts = {p: sum(g.adaptive[p] for g in gemms) for p in ENGINE_PARTS}
-        dense_parts = {p: sum(g.dense[p] for g in gemms) for p in ENGINE_PARTS}
-        moved = {f"{x}_BYTES": sum(g.adaptive[f"{x}_BYTES"] for g in gemms) for x in "ABC"}
-        return {"dense_cycles": dense, "adaptive_cycles": adaptive,
-                "speedup": dense / adaptive if adaptive else math.inf,
-                "adaptive_parts": parts, "dense_parts": dense_parts, "bytes": moved}
+        return {**_sum_dict(gemms),
+                "adaptive_parts": {p: sum(g.adaptive[p] for g in gemms) for p in ENGINE_PARTS},
+                "dense_parts": {p: sum(g.dense[p] for g in gemms) for p in ENGINE_PARTS},
+                "bytes": {f"{x}_BYTES": sum(g.adaptive[f"{x}_BYTES"] for g in gemms)
+                          for x in "ABC"}}
     every = [g for layer in layers for g in layer.gemms.values()]
     out = sums(every)
     out["gemms"] = {name: sums([layer.gemms[name] for layer in layers if name in layer.gemms])
