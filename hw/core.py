@@ -403,10 +403,12 @@ def tile_datapath(m, p, regs, *, a, b, c):
     m.d.comb += f[("TILE", "TILE")].eq(a_tile)
 
 
-def register_info(component, top):
+def register_info(component, driver):
     """The manifest entries of a block with an AXI4-Lite register map and the core's data path
-    (the core, the layer engine): the map, the bus, the vendor models, and the register files
-    (C header, SystemRDL, IP-XACT, Markdown) rendered for ``top``."""
+    (the core, the layer engine): the map, the bus, the vendor models; and, popped by
+    :func:`spartan_rtl.hw.emit.manifest`, the register map and the name of the block's C driver
+    (``sw/<driver>.c``), from which it writes the register files and the driver under the
+    generated top's name."""
     rm = component.regmap
     models = sim_models(component.params["multiplier"])
     model_files = models.pop("extra_files", {})
@@ -416,7 +418,9 @@ def register_info(component, top):
         "axil": {"addr_width": rm.addr_width, "data_width": 32,
                  "resp": {"okay": 0, "slverr": 2}},
         **models,
-        "extra_files": {**registers.render(rm, top), **model_files},
+        "extra_files": model_files,
+        "regmap": rm,
+        "c_driver": driver,
     }
 
 

@@ -87,7 +87,11 @@ def _sim_model():
     return f"""// Behavioural model of the Lattice ECP5 MULT18X18D in the one configuration the
 // Spartan generator instantiates (spartan_rtl/hw/ecp5.py): A and B registered at the input,
 // the product registered at the output (2 cycles), clock CLK0, always enabled, never reset.
-// For simulation only (Icarus, Verilator): synthesis must use the vendor primitive.
+// For simulation only (Icarus, Verilator): synthesis must use the vendor primitive. The file is
+// named MULT18X18D_sim.v, not after its module, so that no one takes it for the vendor's; the
+// registers power up at 0 as the primitive's do (set in the initial block: Verilator -Wall
+// warns of registers that have a declaration initialiser and a procedural assignment).
+/* verilator lint_off DECLFILENAME */
 /* verilator lint_off UNUSEDSIGNAL */
 /* verilator lint_off UNUSEDPARAM */
 module MULT18X18D (
@@ -102,16 +106,21 @@ module MULT18X18D (
   wire [17:0] a = {{{a_cat}}};
   wire [17:0] b = {{{b_cat}}};
   wire [17:0] c_unused = {{{c_cat}}};
-  reg [17:0] a_q = 18'd0;
-  reg [17:0] b_q = 18'd0;
-  reg signa_q = 1'b0;
-  reg signb_q = 1'b0;
-  reg [35:0] p_q = 36'd0;
+  reg [17:0] a_q;
+  reg [17:0] b_q;
+  reg signa_q;
+  reg signb_q;
+  reg [35:0] p_q;
   wire signed [18:0] a_ext = $signed({{signa_q & a_q[17], a_q}});
   wire signed [18:0] b_ext = $signed({{signb_q & b_q[17], b_q}});
   wire signed [37:0] product = a_ext * b_ext;
   initial begin
 {checks}
+    a_q = 18'd0;
+    b_q = 18'd0;
+    signa_q = 1'b0;
+    signb_q = 1'b0;
+    p_q = 36'd0;
   end
   always @(posedge CLK0) begin
     a_q <= a;
@@ -124,6 +133,7 @@ module MULT18X18D (
 endmodule
 /* verilator lint_on UNUSEDPARAM */
 /* verilator lint_on UNUSEDSIGNAL */
+/* verilator lint_on DECLFILENAME */
 """
 
 

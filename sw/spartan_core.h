@@ -6,7 +6,7 @@
  * core's base address. Register offsets, field masks and reset values come from
  * spartan_core_regs.h, which `spartan generate core` writes beside spartan_core.v for the
  * configuration that was generated (PeakRDL-cheader, from the same register map as the RTL):
- * compile this file against the header of the core you instantiate.
+ * build the copy of this driver written with it (NAME.h and NAME.c for a top named NAME).
  *
  * The programming sequence of docs/core.md:
  *
@@ -30,12 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The generated header; a core generated with `--name NAME` has it as NAME_regs.h (same
-   contents): build with -DSPARTAN_CORE_REGS_H_FILE='"NAME_regs.h"'. */
-#ifndef SPARTAN_CORE_REGS_H_FILE
-#define SPARTAN_CORE_REGS_H_FILE "spartan_core_regs.h"
-#endif
-#include SPARTAN_CORE_REGS_H_FILE
+/* The generated register header. `spartan generate core --name NAME` writes this driver as
+   NAME.h and NAME.c beside NAME_regs.h, every spartan_core/SPARTAN_CORE prefix renamed to NAME: drivers
+   of differently named blocks compile into one program. */
+#include "spartan_core_regs.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
  * engine's base address. Register offsets, field masks and reset values come from
  * spartan_engine_regs.h, which `spartan generate engine` writes beside spartan_engine.v for the
  * configuration that was generated (PeakRDL-cheader, from the same register map as the RTL):
- * compile this file against the header of the engine you instantiate.
+ * build the copy of this driver written with it (NAME.h and NAME.c for a top named NAME).
  *
  * The engine reads its operands from memory and writes the result there itself (its AXI4
  * master); the driver only programs the descriptor and waits. Addresses are the engine's bus
@@ -37,12 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The generated header; an engine generated with `--name NAME` has it as NAME_regs.h (same
-   contents): build with -DSPARTAN_ENGINE_REGS_H_FILE='"NAME_regs.h"'. */
-#ifndef SPARTAN_ENGINE_REGS_H_FILE
-#define SPARTAN_ENGINE_REGS_H_FILE "spartan_engine_regs.h"
-#endif
-#include SPARTAN_ENGINE_REGS_H_FILE
+/* The generated register header. `spartan generate engine --name NAME` writes this driver as
+   NAME.h and NAME.c beside NAME_regs.h, every spartan_engine/SPARTAN_ENGINE prefix renamed to NAME: drivers
+   of differently named blocks compile into one program. */
+#include "spartan_engine_regs.h"
 
 #ifdef __cplusplus
 extern "C" {

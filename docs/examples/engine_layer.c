@@ -1,8 +1,8 @@
 /* A layer's three training-step GEMMs on the layer engine, through its C driver
    (docs/integration.md). The engine's registers are at ENGINE_BASE on the CPU's bus; the
    matrices are in memory the engine's AXI4 master reaches at the same addresses (uncached, or
-   the caches written back before a layer and invalidated after). Build against the generated
-   header: cc -std=c99 -I sw -I gen -c docs/examples/engine_layer.c */
+   the caches written back before a layer and invalidated after). Build with the driver and
+   header generated beside the Verilog: cc -std=c99 -I gen -c docs/examples/engine_layer.c */
 #include <stdint.h>
 
 #include "spartan_engine.h"

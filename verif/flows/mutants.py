@@ -442,7 +442,7 @@ def campaign(blocks, count=None, seed=1, jobs=2, log=print):
     return results
 
 
-def rerun_survivors(blocks, seed=1, jobs=2, log=print):
+def rerun_survivors(blocks, seed=1, jobs=2, log=print, only=None):
     """Run the survivors of the last campaign again (after tests were added), from their
     stored Verilog (build/mutants/BLOCK/mNN/top.v): a killed mutant stays killed when tests
     are only added, so this is the cheap way to update the figures."""
@@ -451,7 +451,8 @@ def rerun_survivors(blocks, seed=1, jobs=2, log=print):
         b = results["blocks"][block]
         clean = b["clean"]
         test_timeout = max(3 * clean["test_s"], clean["test_s"] + 60)
-        todo = [r for r in b["mutants"] if r["status"] == "survived"]
+        todo = [r for r in b["mutants"] if r["status"] == "survived"
+                and (only is None or f"m{r['index']:02d}" in only)]
         start = time.monotonic()
 
         def one(r):
@@ -500,6 +501,53 @@ NOTES = {
     ("core", "assign _02846_[9] = 1'h0;", "assign _02846_[9] = 1'h1;"):
         "equivalent: bit 9 of a Yosys temporary that nothing reads (only `_02846_[7:0]` is "
         "used, a weight-buffer address): a dead bit.",
+    ("engine", "assign _0679_ = _0535_ ? 1'hx : 1'h0;", "assign _0679_ = _0535_ ? 1'h0 : 1'hx;"):
+        "equivalent in simulation: one arm is Yosys' `x` (a don't-care), and swapping puts it "
+        "on the live arm, which Verilator builds as 0, the value that arm had; no 2-state "
+        "simulation can tell them apart (the mutant generator should skip arms that are `x`).",
+    ("engine", "assign _2159_ = \\core.writer.walker.to_boundary  < _2158_;",
+     "assign _2159_ = \\core.writer.walker.to_boundary  <= _2158_;"):
+        "equivalent: the compare of `min(to_boundary, shortest)` (the burst length, "
+        "hw/engine_dma.py): on a tie both arms are the same number.",
+    ("engine", "assign _0247_[0] = \\core.gemm.datapath.scheduler.c_cg  + 1'h1;",
+     "assign _0247_[0] = \\core.gemm.datapath.scheduler.c_cg  + 1'h0;"):
+        "equivalent at the defaults: one column group (n = n_par = 64), so the GEMM's `c_cg` "
+        "is 0 at every row end and never increments; its increment is live, and killed, in "
+        "the GEMM's own campaign (n_par < n).",
+    ("engine", "if (\\core.modes.w_port__en )", "if (1'h1)"):
+        "equivalent in the engine: the `modes` FIFO (8 entries, one per tile in flight in "
+        "the stream core) holds at most one tile here, since each step's tile finishes before "
+        "the next step's B chunk loads; so it is never full and the always-on write only "
+        "touches the free entry at the write pointer, which its real write then sets.",
+    ("engine", "if (\\core.compactor.data_fifo.w_port__en )", "if (1'h1)"):
+        "equivalent: the compactor takes a beat only while its data FIFO has room for every "
+        "beat in flight (`room`, hw/compactor.py), so the FIFO's memory is never full and the "
+        "always-on write only touches the free entry at the write pointer (a probe on the "
+        "subset saw it full in no cycle).",
+    ("engine", "if (\\core.compactor.mask_fifo.w_port__en )", "if (1'h1)"):
+        "not killed: a full mask FIFO would show it (its head overwritten), and in the engine "
+        "the FIFO fills only when the GEMM stops taking rows, i.e. when the accumulator's "
+        "results FIFO (a whole row group) backs up behind a held write channel; a probe counted "
+        "no full cycle in the subset, even over `row_patterns`' 48 one-nonzero rows. Next: a "
+        "layer of two row groups with the write channel held through the second.",
+    ("engine", "assign _1812_ = \\core.regs.ar_addr [15:2] == 5'h14;",
+     "assign _1812_ = \\core.regs.ar_addr [15:2] == 5'h0;"):
+        "OP's read decode moved onto ID's address: the subset read no register back. Killed "
+        "once `registers` (ID, reset values, descriptor read-back) joined the subset.",
+    ("engine", "assign _1919_ = _1801_ ? { 16'h0000, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;",
+     "assign _1919_ = _1801_ ? { 16'h1, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;"):
+        "a stray bit 16 in TABLE_BASE's read data: as above, killed by `registers`.",
+    ("engine", "if (\\core.compactor.data_fifo.r_en )", "if (1'h1)"):
+        "the GEMM's row loader writing a beat without a transfer (the fault the GEMM's "
+        "`alternating_rows` found): random layers never ended a row's load while the other "
+        "slot computed a full row. Killed by the new `row_patterns` (tb_engine.py): rows of "
+        "every beat count, each after a full row.",
+    ("engine", "assign _1182_ = _0784_ == 1'h1;", "assign _1182_ = _0784_ == 1'h0;"):
+        "a compactor crossbar route (lane 6 to slot 1) wired wrong: random layers did not take "
+        "every route. Killed by the new `row_patterns`: the compactor's `leading_zeros_<s>` "
+        "rows, which take them all.",
+    ("engine", "assign _0930_ = _0784_ == 4'hc;", "assign _0930_ = _0784_ == 4'h0;"):
+        "another crossbar route (lane 6 to slot 12): killed by `row_patterns`, as above.",
 }
 
 
@@ -624,6 +672,8 @@ def main(argv=None):
                    help="rewrite docs/mutants.md from build/mutants/results.json")
     p.add_argument("--rerun-survivors", action="store_true",
                    help="run only the last campaign's survivors again (after adding tests)")
+    p.add_argument("--only", metavar="mNN,...", type=lambda v: set(v.split(",")),
+                   help="with --rerun-survivors: only these mutants (the others keep their verdicts)")
     p.add_argument("--worker", metavar="DIR", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
@@ -641,7 +691,7 @@ def main(argv=None):
     say = lambda s: print(s, flush=True)  # noqa: E731
     if a.rerun_survivors:
         results = rerun_survivors(a.blocks or list(json.loads(
-            (OUT / "results.json").read_text())["blocks"]), a.seed, a.jobs, log=say)
+            (OUT / "results.json").read_text())["blocks"]), a.seed, a.jobs, log=say, only=a.only)
     else:
         results = campaign(blocks, a.max, a.seed, a.jobs, log=say)
     DOC.write_text(report(results))

@@ -42,6 +42,7 @@ from spartan_rtl.golden.engine import EngineModel
 from spartan_rtl.golden.formats import mask, random_elements, to_signed
 from spartan_rtl.tb.axis import Bench, pauses, read_int, test_args
 from spartan_rtl.tb.profile import Profile
+from spartan_rtl.tb.tb_compactor import pattern_tiles
 
 #: The event counters golden/engine.py models and every layer checks (CONFLICT_CYCLES and
 #: A_ERRORS are the core's, which the engine's contract does not define: logged only).
@@ -866,6 +867,36 @@ async def random_layers(dut):
     dut._log.info(f"counters at the end: {got}")
 
 
+@cocotb.test()
+async def row_patterns(dut):
+    """A forward layer, forced sparse, whose X rows are the compactor's zero patterns (together
+    they take every lane-to-slot route of its crossbar), each after a full row, then rows of
+    every data-beat count, each after a full row (the GEMM's loader ends a row's load while the
+    other slot computes a full one, at every beat position), then a run of one-nonzero rows
+    that fills the mask FIFO: every result element. Fault injection on the engine found these
+    faults unseen by random layers."""
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    K, lanes = p["k"], p["lanes"]
+    rows = [row for _, tile in pattern_tiles(tb.np_rng, lanes=lanes, width=p["width"], cols=K,
+                                              number_format="int") for row in tile]
+    for beats in range(1, K // lanes + 1):
+        nnz = min(K, (beats - 1) * lanes + tb.rng.randint(1, lanes))
+        row = np.zeros(K, dtype=np.uint64)
+        row[tb.np_rng.permutation(K)[:nnz]] = random_elements(tb.np_rng, nnz, p["width"], 1.0)
+        rows.append(row)
+    full = tb.operand((len(rows), K), 1.0)
+    a = [r for pair in zip(full, rows) for r in pair]
+    # Then a long run of rows of one nonzero each, at random columns: rows arrive faster than
+    # the GEMM sends their sums, so the compactor's mask FIFO fills (with masks that differ).
+    for _ in range(6 * lanes):
+        row = np.zeros(K, dtype=np.uint64)
+        row[tb.rng.randrange(K)] = random_elements(tb.np_rng, 1, p["width"], 1.0)[0]
+        a.append(row)
+    await tb.run_layer(0, np.stack(a), tb.operand((K, p["n"]), 0.9), mode=2)
+
+
 @cocotb.test(skip=not test_args().get("cases"))
 async def listed_layers(dut):
     """Directed layers, to reproduce or probe: ``args["cases"]`` is a list of ``[OP, M, K, N]``
@@ -1189,8 +1220,9 @@ PROFILE = Profile(
     synth_sizes=(),
     mutants=0,        # the largest block: only when named
     # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
-    # one random layer has two row groups (``big``), and the refused descriptors reach every
-    # check. Run by name: ``python -m verif.flows.mutants engine --max 40``.
-    mutant_tests=(["random_layers", "bad_descriptors"], {"layers": 3, "big": True}),
+    # one random layer has two row groups (``big``), the row patterns reach every crossbar route
+    # and loader position, the refused descriptors every check, and every register is read. Run by name: ``python -m verif.flows.mutants engine --max 40``.
+    mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors"],
+                  {"layers": 3, "big": True}),
     fuzz_examples=2,
 )

@@ -2,7 +2,7 @@
 test_engine_driver.py: the engine's sw/spartan_engine.c): the driver compiled on its own with
 strict C99 warnings and linked into a Verilated harness built once per source state, the
 harness script with the register commands both drivers take, and the check that a block
-generated under another name works with its renamed header."""
+generated under other names: two of them in one program."""
 
 from __future__ import annotations
 
@@ -65,22 +65,29 @@ def build_harness(block, config, harness, driver):
     return exe
 
 
-def check_renamed_header(tmp_path, component, top, driver, macro, user_main):
-    """A block generated with ``--name foo`` ships foo_regs.h (same contents): the driver
-    compiles against it when ``macro`` names it, and C++ code including the driver's header
-    (``user_main``, the body of ``main``) links with it and returns 0."""
-    header = registers.render(component.regmap, top)[registers.file_names(top)["header"]]
-    (tmp_path / "foo_regs.h").write_text(header)
-    define = f"-D{macro}=\"foo_regs.h\""
-    subprocess.run([compiler(), *C_FLAGS, define, "-I", str(SW), "-I", str(tmp_path), "-c",
-                    str(SW / f"{driver}.c"), "-o", str(tmp_path / "driver.o")], check=True)
+def check_two_renamed_drivers(tmp_path, block, configs, user_main):
+    """Two configurations of ``block`` generated as ``foo`` and ``bar`` (``configs``: their
+    parameters) ship their drivers renamed (foo.h/foo.c, bar.h/bar.c) with their register
+    headers: both drivers build, a C file and a C++ file that include both headers compile
+    and link with both (``user_main``: the body of ``main``, which may use FOO_*/BAR_* and
+    foo_*/bar_*; it must return 0), and the programs run."""
+    objects = []
+    for name, values in zip(("foo", "bar"), configs):
+        generate(block, values, tmp_path, name=name)
+        objects.append(tmp_path / f"{name}.o")
+        subprocess.run([compiler(), *C_FLAGS, "-I", str(tmp_path), "-c",
+                        str(tmp_path / f"{name}.c"), "-o", str(objects[-1])], check=True)
+    source = f'#include "foo.h"\n#include "bar.h"\nint main(void) {{\n{user_main}}}\n'
+    (tmp_path / "user.c").write_text(source)
+    (tmp_path / "user.cpp").write_text(source.replace("(void)", "()"))
     cxx = shutil.which("g++") or shutil.which("c++")
     assert cxx, "a C++ compiler (g++) is needed"
-    (tmp_path / "user.cpp").write_text(f'#include "{driver}.h"\nint main() {{\n{user_main}}}\n')
-    subprocess.run([cxx, "-Wall", "-Wextra", "-Werror", define, "-I", str(SW), "-I",
-                    str(tmp_path), str(tmp_path / "user.cpp"), str(tmp_path / "driver.o"),
-                    "-o", str(tmp_path / "user")], check=True)
-    subprocess.run([str(tmp_path / "user")], check=True)
+    for tool, flags, main in ((compiler(), C_FLAGS, "user.c"),
+                              (cxx, ["-Wall", "-Wextra", "-Werror"], "user.cpp")):
+        exe = tmp_path / f"{main}.exe"
+        subprocess.run([tool, *flags, "-I", str(tmp_path), str(tmp_path / main), *map(str, objects),
+                        "-o", str(exe)], check=True)
+        subprocess.run([str(exe)], check=True)
 
 
 class DriverScript:

@@ -136,7 +136,8 @@ def test_generate_writes_the_whole_set_readable_by_all(tmp_path):
                          capture_output=True, text=True, preexec_fn=lambda: os.umask(0o077))
     assert out.returncode == 0, out.stderr
     folder = tmp_path / "new" / "dir"
-    names = ["mon2.v", "mon2.json", "mon2_inst.v", "mon2.core", "mon2.f", "mon2.sdc", "mon2.xdc"]
+    names = ["mon2.v", "mon2.json", "mon2_inst.v", "mon2.core", "mon2.f", "mon2.vlt", "mon2.sdc",
+             "mon2.xdc"]
     assert out.stdout.split() == [str(folder / n) for n in names]
     assert sorted(p.name for p in folder.iterdir()) == sorted(names)
     for p in folder.iterdir():
@@ -144,7 +145,7 @@ def test_generate_writes_the_whole_set_readable_by_all(tmp_path):
     doc = json.loads((folder / "mon2.json").read_text())
     assert doc["top"] == "mon2" and doc["clock"]["target_mhz"] == 100.0
     assert re.search(r"^module mon2\(", (folder / "mon2.v").read_text(), re.M)
-    assert (folder / "mon2.f").read_text() == "mon2.v\n"
+    assert (folder / "mon2.f").read_text() == "mon2.vlt\nmon2.v\n"
 
 
 # --- one line, exit 2, nothing written ------------------------------------------------------

@@ -45,7 +45,8 @@ PATTERN_CONTINUES = set("<*{$")
 DOTTED_MODULE = re.compile(r"(?<![\w./-])((?:spartan_rtl|verif)(?:\.[a-z_]\w*)+)")
 #: Where the installed namespace's packages live in the tree (pyproject.toml).
 PACKAGE_DIRS = {"spartan_rtl.hw": "hw", "spartan_rtl.golden": "golden",
-                "spartan_rtl.tb": "verif/tb", "spartan_rtl": "spartan_rtl", "verif": "verif"}
+                "spartan_rtl.tb": "verif/tb", "spartan_rtl.sw": "sw", "spartan_rtl": "spartan_rtl",
+                "verif": "verif"}
 PYTHON_M = re.compile(r"python3? -m ([\w.]+)")
 MAKE_CALL = re.compile(r"(?:^|[\s;&|(`])make\s+(?:[A-Z_]+=\S*\s+)*([a-z][\w-]*)")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")

@@ -20,7 +20,7 @@ import pytest
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.hw.core import BLOCK, SpartanCore
-from verif.tests.c_driver import DriverScript, build_harness, check_renamed_header
+from verif.tests.c_driver import DriverScript, build_harness, check_two_renamed_drivers
 
 HARNESS = Path(__file__).with_name("driver_harness.cpp")
 #: Small enough to build in about a minute: 2 A beats per row, 4 table entries (2 layers).
@@ -187,9 +187,14 @@ def test_driver_end_to_end(harness, tmp_path, seed):
     assert predicted[1] == [int(d) for d in script.decisions[3]]
 
 
-def test_driver_builds_against_a_renamed_header(tmp_path):
-    """A core generated with ``--name foo`` ships foo_regs.h (same contents): the driver takes
-    its name from SPARTAN_CORE_REGS_H_FILE; and C++ code can include the driver's header."""
-    check_renamed_header(tmp_path, SpartanCore(**CONFIG), BLOCK.top, "spartan_core",
-                         "SPARTAN_CORE_REGS_H_FILE",
-                         f"    return SPARTAN_CORE_TABLE_DEPTH == {CONFIG['table_depth']} ? 0 : 1;\n")
+def test_two_renamed_drivers_in_one_program(tmp_path):
+    """Two cores of different table depths generated as ``foo`` and ``bar``: their drivers and
+    register headers (renamed after the tops, include guards too) compile into one C and one
+    C++ program, each with its own constants and functions."""
+    check_two_renamed_drivers(
+        tmp_path, BLOCK, [CONFIG, {**CONFIG, "table_depth": 8}],
+        "    struct foo_entry e = {1, 10, 100};\n"
+        "    struct bar_entry f = {1, 10, 100};\n"
+        f"    return FOO_TABLE_DEPTH == {CONFIG['table_depth']} && BAR_TABLE_DEPTH == 8\n"
+        "        && FOO__REGS__ID__ID_reset == BAR__REGS__ID__ID_reset\n"
+        "        && foo_entry_sparse(&e, 128) == 1 && bar_entry_sparse(&f, 0) == 0 ? 0 : 1;\n")

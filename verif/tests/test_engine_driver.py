@@ -23,7 +23,7 @@ from spartan_rtl.golden.core import EVENT_COUNTERS
 from spartan_rtl.golden.engine import EngineModel, dims, layer, result_shape
 from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.hw.engine import BLOCK, SpartanEngine
-from verif.tests.c_driver import DriverScript, build_harness, check_renamed_header
+from verif.tests.c_driver import DriverScript, build_harness, check_two_renamed_drivers
 
 HARNESS = Path(__file__).with_name("engine_driver_harness.cpp")
 #: Small enough to build quickly: a 32-bit bus of 4 lanes, k = 16, n = 8, 16 rows of partial
@@ -300,13 +300,12 @@ def test_engine_driver_end_to_end(harness, tmp_path, seed):
     assert 0 < second["TILES_SPARSE"] < 10
 
 
-def test_engine_driver_builds_against_a_renamed_header(tmp_path):
-    """An engine generated with ``--name foo`` ships foo_regs.h (same contents): the driver
-    takes its name from SPARTAN_ENGINE_REGS_H_FILE; and C++ code can include the driver's
-    header."""
-    check_renamed_header(
-        tmp_path, SpartanEngine(**CONFIG), BLOCK.top, "spartan_engine",
-        "SPARTAN_ENGINE_REGS_H_FILE",
-        f"    return SPARTAN_ENGINE_TABLE_DEPTH == {CONFIG['table_depth']}\n"
-        "        && spartan_engine_layer_tiles(SPARTAN_ENGINE_OP_WGRAD, 5, 70, 9, 16, 8, 16) == 10\n"
-        "        && spartan_engine_layer_tiles(3, 5, 70, 9, 16, 8, 16) == 0 ? 0 : 1;\n")
+def test_two_renamed_drivers_in_one_program(tmp_path):
+    """Two engines of different table depths generated as ``foo`` and ``bar``: their drivers and
+    register headers (renamed after the tops, include guards too) compile into one C and one
+    C++ program, each with its own constants and functions."""
+    check_two_renamed_drivers(
+        tmp_path, BLOCK, [CONFIG, {**CONFIG, "table_depth": 16}],
+        f"    return FOO_TABLE_DEPTH == {CONFIG['table_depth']} && BAR_TABLE_DEPTH == 16\n"
+        "        && foo_layer_tiles(FOO_OP_WGRAD, 5, 70, 9, 16, 8, 16) == 10\n"
+        "        && bar_layer_tiles(3, 5, 70, 9, 16, 8, 16) == 0 ? 0 : 1;\n")

