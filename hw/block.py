@@ -41,5 +41,4 @@ class Block:
         for p in self.params:
             if p.name == name:
                 return p
-        known = ", ".join(p.name for p in self.params)
-        raise ValueError(f"parameter must be one of {known}, not {name!r}")
+        raise ValueError(_params.not_one_of("parameter", name, [p.name for p in self.params]))

@@ -1,6 +1,7 @@
 """Registry of every block the generator knows, in dependency order."""
 
 from . import compactor, core, engine, expander, gemm, monitor
+from .params import not_one_of
 
 BLOCKS = {b.name: b for b in (monitor.BLOCK, compactor.BLOCK, expander.BLOCK, gemm.BLOCK,
                                      core.BLOCK, engine.BLOCK)}
@@ -8,6 +9,5 @@ BLOCKS = {b.name: b for b in (monitor.BLOCK, compactor.BLOCK, expander.BLOCK, ge
 
 def get(name):
     if name not in BLOCKS:
-        known = ", ".join(BLOCKS)
-        raise ValueError(f"block must be one of {known}, not {name!r}")
+        raise ValueError(not_one_of("block", name, BLOCKS))
     return BLOCKS[name]

@@ -7,6 +7,7 @@ any hardware is built.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -96,11 +97,18 @@ def number_format_param(default="int"):
                   "element format: two's complement, or sign-magnitude float (either zero counts)")
 
 
+def not_one_of(what, name, known):
+    """The one-line message for a name that is not among ``known``: "<what> must be one of
+    ..., not 'x'", with the nearest known name suggested when one is close (a misspelling)."""
+    near = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"{what} must be one of {', '.join(known)}, not {name!r}{hint}"
+
+
 def resolve(params, values):
     """Defaults overlaid with ``values``, each checked; unknown names are an error."""
     by_name = {p.name: p for p in params}
     for name in values:
         if name not in by_name:
-            known = ", ".join(by_name)
-            raise ValueError(f"parameter must be one of {known}, not {name!r}")
+            raise ValueError(not_one_of("parameter", name, by_name))
     return {p.name: p.check(values.get(p.name, p.default)) for p in params}

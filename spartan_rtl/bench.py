@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import tb
 from .hw.blocks import BLOCKS
+from .hw.params import not_one_of
 
 
 def _discover():
@@ -54,7 +55,7 @@ def run(selected=None, quick=False, json_path=None, echo=None):
     selected = list(selected or BENCHES)
     for name in selected:
         if name not in BENCHES:
-            raise ValueError(f"benchmark must be one of {', '.join(BENCHES)}, not {name!r}")
+            raise ValueError(not_one_of("benchmark", name, BENCHES))
     echo = echo or tqdm.write
     results = {}
     with tqdm(selected, desc="bench", unit="bench") as bar:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .hw import blocks
+from .hw.params import not_one_of
 
 EXIT_USAGE = 2
 EXIT_BUG = 70  # EX_SOFTWARE of sysexits.h: an internal software error
@@ -237,8 +238,7 @@ def cmd_bench(args):
     from spartan_rtl import bench
     for name in args.names:
         if name not in bench.BENCHES:
-            raise UsageError(f"benchmark must be one of {', '.join(bench.BENCHES)}, "
-                             f"not {name!r}")
+            raise UsageError(not_one_of("benchmark", name, bench.BENCHES))
     if args.json is not None:
         check_output_file(args.json, "--json")
     results = bench.run(args.names, quick=args.quick)
@@ -321,7 +321,8 @@ def _version():
 
 
 def build_parser():
-    parser = OneLineParser(prog="spartan", description=__doc__.splitlines()[0])
+    # Help is plain text: the docstring's reStructuredText literals lose their backticks.
+    parser = OneLineParser(prog="spartan", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=_version())
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an internal error (allowed anywhere)")

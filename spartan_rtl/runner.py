@@ -152,7 +152,9 @@ def build(block_name, values=None, *, sim="verilator", waves=False, verilog=None
     params = block.resolve(values)
     config = {"block": block_name, "params": params, "sim": sim, "waves": bool(waves),
               "src": _source_digest(block)}
-    coverage = coverage_requested(sim)
+    # Coverage measures generated blocks: a test's own Verilog (a deliberately broken copy) is
+    # built without it, so that its runs add nothing to the block's figures.
+    coverage = coverage_requested(sim) and verilog is None
     if coverage:  # its own hash and directory: never mixed with the normal builds
         config["coverage"] = list(COVERAGE_ARGS)
     key = json.dumps(config, sort_keys=True)
@@ -206,7 +208,8 @@ def run(block_name, tb_module, values=None, *, sim="verilator", name="run", test
            "SPARTAN_ARGS": json.dumps(args or {})}
     log = test_dir / "sim.log"
     plusargs = []
-    if coverage_requested(sim):  # one file per run: runs of the same name never overwrite
+    if coverage_requested(sim) and build_dir.name.startswith(f"{sim}-cov-"):
+        # One file per run: runs of the same name never overwrite.
         raw = COVERAGE_RAW.resolve() / block_name
         raw.mkdir(parents=True, exist_ok=True)
         dat = raw / f"{build_dir.name}-{name}-{os.getpid()}-{time.time_ns()}.dat"

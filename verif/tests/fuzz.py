@@ -236,8 +236,10 @@ def expected_error(block, values):
     names = [p.name for p in block.params]
     for name in values:
         if name not in names:
-            return ValueError, re.escape(f"parameter must be one of {', '.join(names)}, "
-                                         f"not {name!r}")
+            # A close misspelling may add the nearest known name as a suggestion.
+            near = "|".join(re.escape(repr(n)) for n in names)
+            return ValueError, (re.escape(f"parameter must be one of {', '.join(names)}, "
+                                          f"not {name!r}") + rf"( \(did you mean ({near})\?\))?")
     full = {}
     for p in block.params:
         value = values.get(p.name, p.default)

@@ -67,11 +67,21 @@ def test_config_file_and_set_override(tmp_path):
         (16, 16, "fp")
 
 
+def test_help_is_plain_text():
+    """Every command's --help: no reStructuredText markup (double backticks) from docstrings."""
+    for command in ([], ["generate"], ["list"], ["sim"], ["waves"], ["bench"], ["estimate"],
+                    ["fusesoc-gen"]):
+        out = spartan(*command, "--help")
+        assert out.returncode == 0 and "``" not in out.stdout, (command, out.stdout[:300])
+
+
 @pytest.mark.parametrize("args, message", [
     (["generate", "monitor", "--set", "lanes=3"],
      "lanes must be a power of two from 1 to 64, not 3"),
     (["generate", "nosuch"], "block must be one of"),
     (["generate", "monitor", "--set", "colour=3"], "parameter must be one of lanes"),
+    (["generate", "monitr"], "not 'monitr' (did you mean 'monitor'?)"),
+    (["generate", "monitor", "--set", "lane=4"], "not 'lane' (did you mean 'lanes'?)"),
     (["generate", "monitor", "--set", "lanes=eight"],
      "lanes must be a power of two from 1 to 64, not 'eight'"),
     (["generate", "monitor", "--set", "width=1.5"], "width must be an integer from 1 to 64, not '1.5'"),
