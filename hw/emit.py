@@ -139,7 +139,7 @@ def manifest(block, params, inner, top, *, name=None, clock_mhz=100.0, axi_names
     clock = ip.ClockNames(axi_names)
     doc = {
         "block": block.name,
-        "top": name or block.top,
+        "top": top_name,
         "summary": block.summary,
         "params": params,
         "ports": [{"name": clock.clock, "dir": "in", "width": 1},

@@ -14,10 +14,8 @@ ICARUS_HINT = "Icarus Verilog not found: install it with `apt-get install iveril
 #: ``lint_waivers.vlt`` is the waiver file every generated block ships as ``<top>.vlt``
 #: (:func:`spartan_rtl.hw.ip.lint_waivers`), for every file rather than one (the project's
 #: runs name their Verilog freely); verif/tests/test_ip.py checks that it is that rendering.
+#: The same waivers serve simulation builds and ``--lint-only -Wall`` (``make lint``).
 VERILATOR_WAIVERS = (str(Path(__file__).with_name("lint_waivers.vlt")),)
-
-#: The same for ``--lint-only -Wall``.
-LINT_WAIVERS = VERILATOR_WAIVERS
 
 
 def verilator_bin_dir() -> Path:

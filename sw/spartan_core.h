@@ -30,9 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The generated register header. `spartan generate core --name NAME` writes this driver as
-   NAME.h and NAME.c beside NAME_regs.h, every spartan_core/SPARTAN_CORE prefix renamed to NAME: drivers
-   of differently named blocks compile into one program. */
+/* The generated register header. `spartan generate core --name NAME` writes this
+   driver as NAME.h and NAME.c beside NAME_regs.h, every spartan_core/SPARTAN_CORE prefix
+   renamed to NAME: drivers of differently named blocks compile into one program. */
 #include "spartan_core_regs.h"
 
 #ifdef __cplusplus

@@ -37,9 +37,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The generated register header. `spartan generate engine --name NAME` writes this driver as
-   NAME.h and NAME.c beside NAME_regs.h, every spartan_engine/SPARTAN_ENGINE prefix renamed to NAME: drivers
-   of differently named blocks compile into one program. */
+/* The generated register header. `spartan generate engine --name NAME` writes this
+   driver as NAME.h and NAME.c beside NAME_regs.h, every spartan_engine/SPARTAN_ENGINE prefix
+   renamed to NAME: drivers of differently named blocks compile into one program. */
 #include "spartan_engine_regs.h"
 
 #ifdef __cplusplus

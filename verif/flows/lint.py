@@ -1,5 +1,6 @@
 """``make lint``: ``verilator --lint-only -Wall`` on generated tops, with the documented waivers
-(:data:`spartan_rtl.toolchain.LINT_WAIVERS`). Prints each file's verdict; exits 1 on any warning."""
+(:data:`spartan_rtl.toolchain.VERILATOR_WAIVERS`). Prints each file's verdict; exits 1 on any
+warning."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from spartan_rtl import toolchain
 def lint(path):
     path = Path(path)
     top = path.stem
-    cmd = ["verilator", "--lint-only", "-Wall", *toolchain.LINT_WAIVERS, "--top-module", top,
+    cmd = ["verilator", "--lint-only", "-Wall", *toolchain.VERILATOR_WAIVERS, "--top-module", top,
            str(path)]
     proc = subprocess.run(cmd, env=toolchain.sim_env(), capture_output=True, text=True)
     return proc.returncode, (proc.stdout + proc.stderr).strip()
@@ -32,7 +33,7 @@ def main(argv=None):
         if code or findings:
             failed += 1
             print(output)
-    print(f"waivers: {' '.join(toolchain.LINT_WAIVERS)}")
+    print(f"waivers: {' '.join(toolchain.VERILATOR_WAIVERS)}")
     return 1 if failed else 0
 
 

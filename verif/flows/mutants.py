@@ -534,7 +534,8 @@ NOTES = {
      "assign _1812_ = \\core.regs.ar_addr [15:2] == 5'h0;"):
         "OP's read decode moved onto ID's address: the subset read no register back. Killed "
         "once `registers` (ID, reset values, descriptor read-back) joined the subset.",
-    ("engine", "assign _1919_ = _1801_ ? { 16'h0000, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;",
+    ("engine",
+     "assign _1919_ = _1801_ ? { 16'h0000, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;",
      "assign _1919_ = _1801_ ? { 16'h1, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;"):
         "a stray bit 16 in TABLE_BASE's read data: as above, killed by `registers`.",
     ("engine", "if (\\core.compactor.data_fifo.r_en )", "if (1'h1)"):
@@ -673,7 +674,8 @@ def main(argv=None):
     p.add_argument("--rerun-survivors", action="store_true",
                    help="run only the last campaign's survivors again (after adding tests)")
     p.add_argument("--only", metavar="mNN,...", type=lambda v: set(v.split(",")),
-                   help="with --rerun-survivors: only these mutants (the others keep their verdicts)")
+                   help="with --rerun-survivors: only these mutants (the others keep their "
+                        "verdicts)")
     p.add_argument("--worker", metavar="DIR", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:

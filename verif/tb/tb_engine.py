@@ -1233,7 +1233,8 @@ PROFILE = Profile(
     mutants=0,        # the largest block: only when named
     # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
     # one random layer has two row groups (``big``), the row patterns reach every crossbar route
-    # and loader position, the refused descriptors every check, and every register is read. Run by name: ``python -m verif.flows.mutants engine --max 40``.
+    # and loader position, the refused descriptors every check, and every register is read.
+    # Run by name: ``python -m verif.flows.mutants engine --max 40``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors"],
                   {"layers": 3, "big": True}),
     fuzz_examples=2,

@@ -243,5 +243,6 @@ def test_engine_example(tmp_path):
     # With the driver and header generated beside the Verilog alone, as the example says.
     for source in (EXAMPLES / "engine_layer.c", gen / "spartan_engine.c"):
         subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
-                        "-I", str(gen), "-c", str(source), "-o", str(tmp_path / f"{source.stem}.o")],
+                        "-I", str(gen), "-c", str(source),
+                        "-o", str(tmp_path / f"{source.stem}.o")],
                        check=True)

@@ -85,7 +85,8 @@ def test_two_configurations_of_every_block_in_one_design(pairs, tmp_path):
     docs = [doc for pair in pairs.values() for _, doc in pair]
     folders = [folder for pair in pairs.values() for folder, _ in pair]
     sources = [str(folder / f"{doc['top']}.v") for pair in pairs.values() for folder, doc in pair]
-    lists = [a for folder, doc in zip(folders, docs) for a in ("-F", str(folder / f"{doc['top']}.f"))]
+    lists = [a for folder, doc in zip(folders, docs)
+             for a in ("-F", str(folder / f"{doc['top']}.f"))]
     wrapper = tmp_path / "both.v"
     wrapper.write_text(wrapper_source(docs))
     env = toolchain.sim_env()

@@ -59,7 +59,8 @@ def test_wheel_holds_one_namespace_and_no_tests(wheel):
                         "spartan_rtl/sw"}
     assert not [n for n in names if "/test_" in n or "conftest" in n or "/flows/" in n]
     assert "spartan_rtl/lint_waivers.vlt" in names    # read by every Verilator build
-    assert {f"spartan_rtl/sw/spartan_{b}.{s}" for b in ("core", "engine") for s in "ch"} <= set(names)
+    drivers = {f"spartan_rtl/sw/spartan_{b}.{s}" for b in ("core", "engine") for s in "ch"}
+    assert drivers <= set(names)
     assert "spartan_rtl/tb/tb_gemm.py" in names and "spartan_rtl/hw/gemm.py" in names
 
 
