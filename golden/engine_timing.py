@@ -24,9 +24,10 @@ Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at th
     B load        ``k*n/lanes`` beats into the GEMM, one a cycle from memory (OP 0, 2); OP 1's
                   ``Wᵀ`` comes out of the transposer, three beats every four cycles:
                   ``X + (X-1)//3`` cycles for ``X`` beats.
-    start         ``b_first(0)`` = :data:`FIRST_AR` + the memory's read latency (OP 0, 2); OP 1
-                  first writes the chunk into the transposer (``k*n/lanes`` beats) and reads
-                  it out :data:`TRANSPOSE_TURN` cycles after its last write.
+    start         ``b_first(0)`` = :data:`FIRST_AR` + the memory's read latency + the reader's
+                  :data:`READ_SLICE` (OP 0, 2); OP 1 first writes the chunk into the
+                  transposer (``k*n/lanes`` beats) and reads it out :data:`TRANSPOSE_TURN`
+                  cycles after its last write.
     turn-around   ``b_first(s) = c_last(s-1) + 1``: B chunk ``s`` is offered the cycle after
                   tile ``s-1``'s last ``C`` beat (counted, registered). OP 1: not before the
                   transposer holds it: ``a_last(s-1) + k*n/lanes + TRANSPOSE_TURN`` (the reader
@@ -69,9 +70,9 @@ import numpy as np
 
 from .gemm import GemmTiming
 
-__all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "TRANSPOSE_TURN", "ACC_TO_WRITER",
-           "WRITE_RESPONSE", "dims", "words", "row_nnz", "layer_cycles", "layer_cycles_nnz",
-           "tile_profile", "write_layers", "read_layers"]
+__all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "READ_SLICE", "TRANSPOSE_TURN",
+           "ACC_TO_WRITER", "WRITE_RESPONSE", "dims", "words", "row_nnz", "layer_cycles",
+           "layer_cycles_nnz", "tile_profile", "write_layers", "read_layers"]
 
 #: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS;
 #: hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
@@ -79,6 +80,8 @@ CHECK_CYCLES = 19
 #: The first read burst's AR transfer, cycles after the checks (the sequencer's command
 #: through its queue, the burst walker's size register).
 FIRST_AR = 4
+#: The reader's register slice (hw/engine_dma.py): an R word's transfer to its beat offered.
+READ_SLICE = 1
 #: A block's last beat written into the transposer to its first beat read out.
 TRANSPOSE_TURN = 4
 #: A ``C`` beat's transfer to its first word offered to the writer (accumulator's two stages,
@@ -424,14 +427,15 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     # --- the steps, in order: within a row group every step adds its parts ----------------
     b_beats = t.b_beats
     b_span = _transposed_span(b_beats) if op == 1 else b_beats
-    start_read = FIRST_AR + t.read_latency
+    start_read = FIRST_AR + t.read_latency + READ_SLICE
     b_first0 = start_read if op != 1 else start_read + b_beats - 1 + TRANSPOSE_TURN
     # Step 0's reads: the B chunk's bursts, then the A tile's (2 cycles each).
     if op == 1:
         b0_rows, b0_words = min(nvs[0], t.n), _cdiv(kvs[0], L)
     else:
         b0_rows, b0_words = kvs[0], _cdiv(nvs[0], L)
-    a_first_read = FIRST_AR + 2 * _first_bursts(b0_rows, b0_words, t) + 1 + t.read_latency
+    a_first_read = (FIRST_AR + 2 * _first_bursts(b0_rows, b0_words, t) + 1 + t.read_latency
+                    + READ_SLICE)
     a_fill = k * MT // L + TRANSPOSE_TURN - 1 if op == 2 else 0   # OP 2: Xᵀ into the transposer
     wpc = t.words_per_c_beat
     beats_row = t.n // L

@@ -57,8 +57,9 @@ from .monitor import SparsityMonitor, stats_layout
 __all__ = ["SpartanCore", "BLOCK", "ID_VALUE", "register_map", "MODES",
            "TILES_IN_FLIGHT"]
 
-#: ``ID`` register: "SP" (0x5350), block 0x01 (core), version 0x01.
-ID_VALUE = 0x5350_0101
+#: ``ID`` register: "SP" (0x5350), block 0x01 (core), version 0x02 (0x02: the ``CONFIG_*``
+#: registers).
+ID_VALUE = 0x5350_0102
 #: ``CTRL.MODE`` values.
 MODES = {"auto": 0, "dense": 1, "sparse": 2}
 #: Tiles that may be between their first ``A`` beat and their last ``C`` beat; a further tile's
@@ -87,15 +88,39 @@ COUNTERS = (
 )
 
 TABLE_OFFSET = 0x1000
+#: ``CONFIG_<PARAMETER>``: one read-only word per generator parameter, in the block's parameter
+#: order from here, so software can tell which build it drives (k, n, lanes, table_depth...).
+CONFIG_OFFSET = 0x100
 
 
-def register_map(table_depth, count_bits):
+def config_registers(params, values):
+    """The ``CONFIG_<NAME>`` registers of a block's ``params`` (:class:`~.params.Param`) as
+    built (``values``): a number as itself, a flag 0 or 1, a choice its index."""
+    regs = []
+    for i, param in enumerate(params):
+        value = values[param.name]
+        if param.kind is str:
+            code = param.choices.index(value)
+            meaning = ", ".join(f"{n} {c}" for n, c in enumerate(param.choices))
+            doc = f"parameter {param.name} ({meaning})"
+        else:
+            code = int(value)
+            doc = f"parameter {param.name}" + (" (1 true, 0 false)" if param.kind is bool
+                                               else "")
+        regs.append(Register(f"CONFIG_{param.name.upper()}", CONFIG_OFFSET + 4 * i,
+                             f"{doc}: {param.doc}",
+                             (Field(f"CONFIG_{param.name.upper()}", 0, 32, "const",
+                                    f"{param.name} = {value}", reset=code),)))
+    return regs
+
+
+def register_map(table_depth, count_bits, config=()):
     """The core's register map: the one description behind the decode, the manifest and the
     SystemRDL (:mod:`spartan_rtl.hw.registers`) from which PeakRDL renders the C header, docs/registers.md
     and the IP-XACT export. ``count_bits``: width of the monitor's ``nnz``/``elems``."""
     regs = [
         Register("ID", 0x00, "constant identifying the block and version", (
-            Field("ID", 0, 32, "const", "0x5350 'SP', block 0x01 (core), version 0x01",
+            Field("ID", 0, 32, "const", "0x5350 'SP', block 0x01 (core), version 0x02",
                   reset=ID_VALUE),)),
         Register("CTRL", 0x04, "mode and one-shot commands", (
             Field("MODE", 0, 2, "rw", "0 auto (density table), 1 force dense, 2 force sparse "
@@ -115,6 +140,7 @@ def register_map(table_depth, count_bits):
     ]
     regs += [Register(name, offset, doc + " (saturating)",
                       (Field(name, 0, COUNTER_BITS, "ro", doc),)) for name, offset, doc in COUNTERS]
+    regs += config
     regs.sort(key=lambda r: r.offset)
     table = Window(
         "DENSITY_TABLE", TABLE_OFFSET, table_depth,
@@ -155,7 +181,8 @@ class SpartanCore(wiring.Component):
     def __init__(self, **params):
         p = BLOCK.resolve(params)
         self._p = p
-        self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length())
+        self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length(),
+                                 config_registers(PARAMS, p))
         members = {
             "s_axis_a": In(stream.Signature(beat_layout(p["lanes"], p["width"]))),
             "s_axis_b": In(stream.Signature(beat_layout(p["lanes"], p["width"]))),

@@ -33,7 +33,7 @@ from amaranth.back import rtlil
 from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, ResetSignal, Shape, Signal
 
 from .. import __version__
-from . import ip, registers
+from . import ip, ipxact, registers
 from .axis import AxisTop, stream_fields
 
 __all__ = ["elaborate", "to_verilog", "manifest", "generate", "write_atomically",
@@ -295,7 +295,8 @@ def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.
              axi_names=False, core_vlnv=None):
     """Generate the file set of one configuration in ``out_dir`` (:func:`spartan_rtl.hw.ip.output_names`:
     ``<top>.v`` first, the manifest, block extras such as the core's C header, the
-    instantiation template, FuseSoC core, file list, SDC and XDC); returns their paths.
+    instantiation template, FuseSoC core, file list, SDC, XDC and IP-XACT component); returns
+    their paths.
 
     ``name`` is the top module (default ``block.top``); ``axi_names`` gives ``aclk`` and an
     active-low ``aresetn``; ``core_vlnv`` overrides the FuseSoC core's name (its generator).
@@ -316,6 +317,8 @@ def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.
                                 axi_names=axi_names)
     command = ip.regenerate_command(block.name, params, name=top_name, default_name=block.top,
                                     clock_mhz=clock_mhz, axi_names=axi_names, out_dir=out_dir)
+    # The register map's own IP-XACT export becomes part of the whole component.
+    register_export = extra_files.pop(ipxact.file_name(top_name), None)
     names = ip.output_names(top_name, extra_files)
     texts = {f"{top_name}.v": ip.header(doc, command) + verilog,
              f"{top_name}.json": json.dumps(doc, indent=2) + "\n",
@@ -326,7 +329,8 @@ def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.
              f"{top_name}.vlt": ip.lint_waivers([f"{top_name}.v", f"*/{top_name}.v"],
                                                 f"Lint waivers of {top_name}.v", doc),
              f"{top_name}.sdc": ip.sdc(doc, command),
-             f"{top_name}.xdc": ip.xdc(doc, command)}
+             f"{top_name}.xdc": ip.xdc(doc, command),
+             ipxact.file_name(top_name): ipxact.component(doc, names, register_export)}
     files = {out_dir / n: texts[n] for n in names}
     write_atomically(files)
     return list(files)

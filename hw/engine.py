@@ -91,7 +91,8 @@ class SpartanEngine(wiring.Component):
     def __init__(self, **params):
         p = BLOCK.resolve(params)
         self._p = p
-        self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length())
+        self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length(),
+                                 core.config_registers(PARAMS, p))
         members = dict(axil_members(self._map.addr_width))
         members.update(axi_master_members(p["data_width"]))
         members["irq"] = Out(1)

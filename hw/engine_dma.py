@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from .elements import log2
 
 __all__ = ["ADDR_WIDTH", "axi_master_members", "read_cmd_layout", "write_cmd_layout",
-           "BlockReader", "ResultWriter", "DEST_A", "DEST_B", "DEST_T"]
+           "RegisterSlice", "BlockReader", "ResultWriter", "DEST_A", "DEST_B", "DEST_T"]
 
 ADDR_WIDTH = 32
 BURST_INCR = 0b01
@@ -170,6 +170,34 @@ def drive_address(m, unit, channel, walker, data_width):
                  port("id").eq(0), port("cache").eq(CACHE_NORMAL), port("prot").eq(0)]
 
 
+class RegisterSlice(wiring.Component):
+    """A stream through a register: ``o.valid``/``o.payload`` and ``i.ready`` all come from
+    flip-flops, so no combinational path crosses it either way. One cycle of latency, a beat
+    every cycle: a beat offered while the output waits goes to a second (skid) register, and
+    ``i.ready`` falls until it has moved on."""
+
+    def __init__(self, layout):
+        self._layout = layout
+        super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        main_valid, main = Signal(name="main_valid"), Signal(self._layout, name="main")
+        skid_valid, skid = Signal(name="skid_valid"), Signal(self._layout, name="skid")
+        m.d.comb += [self.i.ready.eq(~skid_valid), self.o.valid.eq(main_valid),
+                     self.o.payload.eq(main)]
+        take = self.i.valid & self.i.ready
+        with m.If(~main_valid | self.o.ready):
+            with m.If(skid_valid):
+                m.d.sync += [main.eq(skid), skid_valid.eq(0)]
+            with m.Elif(take):
+                m.d.sync += main.eq(self.i.payload)
+            m.d.sync += main_valid.eq(skid_valid | take)
+        with m.Elif(take):
+            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+        return m
+
+
 class BlockReader(wiring.Component):
     """Reads blocks (:func:`read_cmd_layout`) and sends their beats, zero-filled outside the
     valid rows and words, with ``row``/``beat`` indices and ``last`` on a block's last beat.
@@ -205,33 +233,57 @@ class BlockReader(wiring.Component):
         m.d.comb += [self.m_axi_arvalid.eq(walker.valid), walker.ready.eq(self.m_axi_arready)]
 
         # --- R side: one beat per row position, from memory or zero ---------------------------
+        # The R channel enters through a skid buffer: ``rready`` is its own flip-flop ("not
+        # holding a word"), so the data path's ready (a long path through the compactor)
+        # reaches neither the port nor the count of outstanding bursts. A word the data path
+        # cannot take waits in ``held`` while the port stops; no cycle of latency is added.
+        rdata_layout = data.StructLayout({"data": p["data_width"], "resp": 2,
+                                          "id": ID_WIDTH})
+        held = Signal(name="r_held")
+        held_word = Signal(rdata_layout, name="r_held_word")
+        port_word = Signal(rdata_layout, name="r_port_word")
+        r_word = Signal(rdata_layout, name="r_word")
+        m.d.comb += [port_word.data.eq(self.m_axi_rdata), port_word.resp.eq(self.m_axi_rresp),
+                     port_word.id.eq(self.m_axi_rid), self.m_axi_rready.eq(~held),
+                     r_word.eq(Mux(held, held_word, port_word))]
+        r_valid = held | self.m_axi_rvalid
+
         block = data.View(read_cmd_layout(L), pending.r_data)
         row, beat = Signal(COUNT_BITS, name="row"), Signal(COUNT_BITS, name="beat")
         in_memory = Signal()
         m.d.comb += in_memory.eq((row < block.valid_rows) & (beat < block.words))
         last_word = beat == block.words - 1
         mask = Mux(last_word, block.last_mask, (1 << L) - 1)
-        out = self.beats
-        word = self.m_axi_rdata
+        # The beats leave through a register slice: the position's compares (carry chains)
+        # and the units that take the beats (the GEMM's B loader, the compactor) are each
+        # a path of their own.
+        m.submodules.out_slice = out_slice = RegisterSlice(self.beats.payload.shape())
+        wiring.connect(m, out_slice.o, wiring.flipped(self.beats))
+        out = out_slice.i
+        took_word = Signal()
         m.d.comb += [
-            out.valid.eq(pending.r_rdy & (~in_memory | self.m_axi_rvalid)),
-            self.m_axi_rready.eq(pending.r_rdy & in_memory & out.ready),
+            out.valid.eq(pending.r_rdy & (~in_memory | r_valid)),
+            took_word.eq(pending.r_rdy & in_memory & out.ready & r_valid),
             out.payload.row.eq(row), out.payload.beat.eq(beat), out.payload.dest.eq(block.dest),
             out.payload.last.eq((row == block.rows - 1) & (beat == block.beats - 1)),
         ]
+        with m.If(held & took_word):
+            m.d.sync += held.eq(0)
+        with m.Elif(~held & self.m_axi_rvalid & ~took_word):
+            m.d.sync += [held.eq(1), held_word.eq(port_word)]
         for i in range(L):
-            m.d.comb += out.payload.data[i].eq(Mux(in_memory & mask[i], word[i * W:(i + 1) * W], 0))
-        took_word = self.m_axi_rvalid & self.m_axi_rready
-        m.d.comb += [self.r_error.eq(took_word & ((self.m_axi_rresp != RESP_OKAY)
-                                                  | (self.m_axi_rid != 0))),
+            m.d.comb += out.payload.data[i].eq(
+                Mux(in_memory & mask[i], r_word.data[i * W:(i + 1) * W], 0))
+        m.d.comb += [self.r_error.eq(took_word & ((r_word.resp != RESP_OKAY) | (r_word.id != 0))),
                      self.words_a.eq(took_word & ~block.operand_b),
                      self.words_b.eq(took_word & block.operand_b)]
         step_position(m, out.valid & out.ready, beat, block.beats, row, block.rows,
                       pending.r_en)
-        # Read bursts requested and not yet ended by their ``rlast``: none when idle.
+        # Read bursts requested and not yet ended by their ``rlast`` at the port: none when
+        # idle (a word still held belongs to a burst that has ended).
         bursts = Signal(16)
         m.d.sync += bursts.eq(bursts + (self.m_axi_arvalid & self.m_axi_arready)
-                              - (took_word & self.m_axi_rlast))
+                              - (self.m_axi_rvalid & self.m_axi_rready & self.m_axi_rlast))
         m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid
                                  & (bursts == 0))
         return m

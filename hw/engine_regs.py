@@ -8,8 +8,9 @@ from .axil import Field, Register, RegisterMap, Window
 
 __all__ = ["ID_VALUE", "OPS", "ERR_CODES", "MAX_DIM", "register_map"]
 
-#: ``ID`` register: "SP" (0x5350), block 0x02 (layer engine), version 0x01.
-ID_VALUE = 0x5350_0201
+#: ``ID`` register: "SP" (0x5350), block 0x02 (layer engine), version 0x02 (0x02: the
+#: ``CONFIG_*`` registers).
+ID_VALUE = 0x5350_0202
 #: ``OP`` values: which GEMM of a training step.
 OPS = {"forward": 0, "dgrad": 1, "wgrad": 2}
 #: ``ERR_CODE`` values (0: no error). A refused descriptor (codes 1 to 6) writes nothing.
@@ -49,16 +50,17 @@ ENGINE_COUNTERS = (
 )
 
 
-def register_map(table_depth, count_bits):
+def register_map(table_depth, count_bits, config=()):
     """The engine's map: the core's registers at the core's offsets (``CTRL.PASS_START``
-    becomes ``CTRL.START``: the engine numbers a layer's tiles itself), then the descriptor."""
-    base = core.register_map(table_depth, count_bits)
+    becomes ``CTRL.START``: the engine numbers a layer's tiles itself), then the descriptor;
+    ``config``: the ``CONFIG_*`` registers (:func:`spartan_rtl.hw.core.config_registers`)."""
+    base = core.register_map(table_depth, count_bits, config)
     regs = []
     for r in base.registers:
         if r.name == "ID":
             r = Register("ID", 0x00, "constant identifying the block and version", (
                 Field("ID", 0, 32, "const", "0x5350 'SP', block 0x02 (layer engine), "
-                                            "version 0x01", reset=ID_VALUE),))
+                                            "version 0x02", reset=ID_VALUE),))
         elif r.name == "CTRL":
             r = Register("CTRL", 0x04, "mode and one-shot commands", (
                 Field("MODE", 0, 2, "rw", "0 auto (density table), 1 force dense, 2 force sparse "

@@ -137,10 +137,13 @@ class SparseGemm(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=1,
-                 n_par=64, b_banks=1, multiplier="inferred", sparse=True):
-        p = BLOCK.resolve(dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k,
-                               n=n, k_par=k_par, n_par=n_par, b_banks=b_banks,
-                               multiplier=multiplier, sparse=sparse))
+                 n_par=None, b_banks=1, multiplier="inferred", sparse=True):
+        # n_par None: follows n, as when ``spartan generate`` is not given it (hw/params.py).
+        given = dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k, n=n,
+                     k_par=k_par, b_banks=b_banks, multiplier=multiplier, sparse=sparse)
+        if n_par is not None:
+            given["n_par"] = n_par
+        p = BLOCK.resolve(given)
         self._p = p
         super().__init__(gemm_members(p))
 

@@ -21,6 +21,9 @@ Beside ``<top>.v`` and ``<top>.json`` (:mod:`spartan_rtl.hw.emit`), every genera
 ``<top>.sdc``, ``<top>.xdc``
     timing constraint templates: the clock at ``--clock-mhz`` and every other port related to
     it with an input or output delay of :data:`IO_DELAY_FRACTION` of the period.
+``<top>.ipxact.xml``
+    the IP-XACT (IEEE 1685-2014) component: ports, bus interfaces, register map, file sets
+    (:mod:`spartan_rtl.hw.ipxact`).
 
 :func:`header` is the comment every ``.v`` opens with: block, versions, every parameter and the
 command that regenerates the file set.
@@ -170,7 +173,7 @@ def output_names(top, extra=()):
     """Every file one generation writes, by name, in the order :func:`spartan_rtl.hw.emit.generate`
     returns them (the Verilog first)."""
     return [f"{top}.v", f"{top}.json", *extra, f"{top}_inst.v", f"{top}.core", f"{top}.f",
-            f"{top}.vlt", f"{top}.sdc", f"{top}.xdc"]
+            f"{top}.vlt", f"{top}.sdc", f"{top}.xdc", f"{top}.ipxact.xml"]
 
 
 def lint_waivers(files, title, doc=None):
@@ -207,6 +210,13 @@ def lint_waivers(files, title, doc=None):
 
 def _format_value(value):
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def one_line_description(doc):
+    """``<summary> (block <block>: <param>=<value>, ...)``: the FuseSoC core's and the IP-XACT
+    component's description."""
+    params = ", ".join(f"{k}={_format_value(v)}" for k, v in doc["params"].items())
+    return f"{doc['summary']} (block {doc['block']}: {params})"
 
 
 def regenerate_command(block_name, params, *, name, default_name, clock_mhz, axi_names,
@@ -248,7 +258,8 @@ def header(doc, command):
 
 # --- instantiation template -------------------------------------------------------------
 
-_STREAM_SUFFIXES = ("tdata", "tuser", "tvalid", "tready", "tlast")
+#: The signals of an AXI4-Stream port group (``<stream>_<signal>``), in the template's order.
+STREAM_SUFFIXES = ("tdata", "tuser", "tvalid", "tready", "tlast")
 
 
 def _fields_text(fields):
@@ -273,7 +284,7 @@ def port_groups(doc):
         title = f"{name}: AXI4-Stream {role}; tdata = {_fields_text(s['fields'])}"
         if "tuser" in s:
             title += f"; tuser = {_fields_text(s['tuser'])}"
-        groups.append((title, [f"{name}_{m}" for m in _STREAM_SUFFIXES if f"{name}_{m}" in ports]))
+        groups.append((title, [f"{name}_{m}" for m in STREAM_SUFFIXES if f"{name}_{m}" in ports]))
     axil = [n for n in ports if n.startswith("s_axil_")]
     if axil:
         width = doc.get("axil", {}).get("data_width", 32)
@@ -347,8 +358,7 @@ def _yaml(text):
 def fusesoc_core(doc, command, files, *, core_vlnv=None):
     """A CAPI2 core for the generated files (``files``: every file name of the set)."""
     top = doc["top"]
-    params = ", ".join(f"{k}={_format_value(v)}" for k, v in doc["params"].items())
-    description = f"{doc['summary']} (block {doc['block']}: {params})"
+    description = one_line_description(doc)
     models = doc["sim_models"]
     other = [f for f in files if f not in (f"{top}.v", f"{top}.vlt", f"{top}.sdc", f"{top}.xdc",
                                            f"{top}.core", *models)]

@@ -27,6 +27,7 @@ class Param:
     what: str
     doc: str
     ok: Callable[[Any], bool]
+    choices: tuple = ()     # a text parameter's values, in order (its CONFIG register's codes)
 
     def check(self, value):
         """Return ``value`` if it is valid, else raise ``TypeError``/``ValueError``."""
@@ -76,7 +77,8 @@ def integer(name, default, lo, hi, doc):
 
 def choice(name, default, choices, doc):
     listed = " or ".join(repr(c) for c in choices)
-    return Param(name, default, str, f"one of {listed}", doc, lambda v: v in choices)
+    return Param(name, default, str, f"one of {listed}", doc, lambda v: v in choices,
+                 tuple(choices))
 
 
 def flag(name, default, doc):
@@ -105,10 +107,56 @@ def not_one_of(what, name, known):
     return f"{what} must be one of {', '.join(known)}, not {name!r}{hint}"
 
 
+@dataclass(frozen=True)
+class Derived:
+    """A default that follows other parameters: a parameter the user leaves out takes
+    ``value(params, default)`` (``params``: the ones declared before it, checked) instead of its
+    fixed default, so setting only what it follows still makes a valid configuration."""
+
+    follows: tuple
+    rule: str   # what it is, for ``spartan list`` and errors; ``{default}``: the fixed default
+    value: Callable[[dict, Any], Any]
+
+    def describe(self, param):
+        return self.rule.format(default=param.default)
+
+
+#: Derived defaults by parameter name, declared once so every block with the parameter agrees
+#: (docs/interfaces.md, "Blocks"). At the fixed defaults each equals the fixed default, so an
+#: unchanged configuration generates the same Verilog.
+DERIVED = {
+    # The GEMM's (and the core's and engine's) column group must divide n: n=32 alone works.
+    "n_par": Derived(("n",), "the largest power of two up to {default} that divides n",
+                     lambda p, default: min(p["n"] & -p["n"], default)),
+    # The engine's bus word is one beat of elements.
+    "data_width": Derived(("lanes", "width"), "lanes*width",
+                          lambda p, default: p["lanes"] * p["width"]),
+}
+
+
+def derived(param, earlier):
+    """The :class:`Derived` rule of ``param``, or None: it has none, or a parameter the rule
+    reads is not among ``earlier`` (the names declared before it in its block)."""
+    rule = DERIVED.get(param.name)
+    return rule if rule is not None and set(rule.follows) <= set(earlier) else None
+
+
 def resolve(params, values):
-    """Defaults overlaid with ``values``, each checked; unknown names are an error."""
+    """Defaults overlaid with ``values``, each checked in declaration order; a parameter not
+    given that follows others (:data:`DERIVED`) is computed from them. Unknown names are an
+    error."""
     by_name = {p.name: p for p in params}
     for name in values:
         if name not in by_name:
             raise ValueError(not_one_of("parameter", name, by_name))
-    return {p.name: p.check(values.get(p.name, p.default)) for p in params}
+    resolved = {}
+    for p in params:
+        rule = None if p.name in values else derived(p, resolved)
+        if rule is None:
+            resolved[p.name] = p.check(values.get(p.name, p.default))
+            continue
+        try:
+            resolved[p.name] = p.check(rule.value(resolved, p.default))
+        except ValueError as e:   # the user set only what it follows: say how it came about
+            raise ValueError(f"{e} (its default when not set: {rule.describe(p)})") from None
+    return resolved

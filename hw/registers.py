@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from .. import __version__
+from . import ipxact
 from .axil import BUS_DOC, DATA_WIDTH
 
 __all__ = ["systemrdl", "render", "file_names", "compile_rdl", "DOC_TITLE"]
@@ -48,7 +49,7 @@ _SW_HW = {
 
 def file_names(top):
     """What :func:`render` writes beside ``<top>.v``, by kind."""
-    return {"rdl": f"{top}.rdl", "header": f"{top}_regs.h", "ipxact": f"{top}.ipxact.xml",
+    return {"rdl": f"{top}.rdl", "header": f"{top}_regs.h", "ipxact": ipxact.file_name(top),
             "markdown": f"{top}_regs.md"}
 
 
@@ -128,7 +129,7 @@ def _render(rdl, top):
         # The IP-XACT and Markdown exporters are GPL-3.0: they run as PeakRDL's own command, in
         # a process of their own, never imported into this Apache-2.0 code.
         _peakrdl("ip-xact", tmp / names["rdl"], tmp / names["ipxact"], "--vendor",
-                 "spartan-rtl", "--library", "spartan", "--version", __version__)
+                 ipxact.VENDOR, "--library", ipxact.LIBRARY, "--version", __version__)
         _peakrdl("markdown", tmp / names["rdl"], tmp / names["markdown"])
         texts = {kind: (tmp / name).read_text() for kind, name in names.items()}
     # PeakRDL's command lists its input files in the Markdown: not the temporary folder.

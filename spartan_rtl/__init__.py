@@ -6,6 +6,10 @@ One installed namespace. The folders of the source tree map into it (pyproject.t
 - ``spartan_rtl.golden``: ``golden/``, the NumPy reference and cycle models;
 - ``spartan_rtl.tb``: ``verif/tb/``, the cocotb testbenches, benchmarks and their stream library,
   which ``spartan sim`` and ``spartan bench`` run;
+- ``spartan_rtl.sw``: ``sw/``, the C drivers ``spartan generate core|engine`` writes;
+- data, found with :func:`shipped`: ``spartan_rtl/fusesoc`` (``fusesoc/``, the FuseSoC
+  generator script and library core) and ``spartan_rtl/traces`` (the sample activation trace
+  ``data/traces/digits_cnn_epoch15.npz``, which ``spartan bench estimate`` reads);
 - this folder: the ``spartan`` command and the user tools it calls (simulation runner,
   waveform reader and renderer, benchmark driver).
 
@@ -13,3 +17,15 @@ The pytest tests (``verif/tests/``) and developer flows (``verif/flows/``) are n
 """
 
 __version__ = "0.1.0"
+
+#: Data folders of the wheel (inside this package) -> where the source tree keeps them.
+SOURCE_FOLDERS = {"fusesoc": "fusesoc", "traces": "data/traces"}
+
+
+def shipped(folder):
+    """The path of a data folder of :data:`SOURCE_FOLDERS`: inside the installed package, or,
+    in the source tree (an editable install, which maps only Python packages), the tree's."""
+    from pathlib import Path
+    here = Path(__file__).resolve().parent
+    installed, source = here / folder, here.parent / SOURCE_FOLDERS[folder]
+    return installed if installed.is_dir() or not source.is_dir() else source

@@ -67,3 +67,11 @@ def run(selected=None, quick=False, json_path=None, echo=None):
     if json_path:
         Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
     return results
+
+
+def block_config(block, params, keys=None):
+    """``gemm (k=64, n=64, ...)``: the block a report's rows come from and the parameters it
+    was built with (``keys``: the ones that set its figures; default all), so a table read on
+    its own (docs/results.md, a CI log) still says what it measured."""
+    shown = params if keys is None else {key: params[key] for key in keys}
+    return f"{block} ({', '.join(f'{key}={value}' for key, value in shown.items())})"

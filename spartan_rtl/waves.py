@@ -576,20 +576,27 @@ def add_parser(sub):
     return p
 
 
+#: What a picture needs beyond the base install (``--text`` and ``--streams`` need nothing).
+PICTURE_EXTRA = ("waves", ("matplotlib",))
+
+
 def cmd_waves(args):
     """Every problem with the request or the file is a one-line usage error (the file's, with
-    the line where it stops being a VCD); the output path is checked before the file is read."""
-    from .cli import UsageError, check_output_file
+    the line where it stops being a VCD); the output path, and for a picture the ``waves``
+    extra, are checked before the file is read."""
+    from .cli import UsageError
     try:
-        return _waves(args, check_output_file)
+        return _waves(args)
     except VcdError as e:
         raise UsageError(str(e)) from None
 
 
-def _waves(args, check_output_file):
+def _waves(args):
+    from .cli import check_output_file, require_modules
     if args.output is not None:
         if Path(args.output).suffix.lower() not in (".png", ".svg"):
             raise VcdError(f"-o must name a .png or .svg file, not {args.output!r}")
+        require_modules("spartan waves -o (a picture)", *PICTURE_EXTRA)
         check_output_file(args.output, "-o", new_folders=True)
     if not 1 <= args.cell <= 40:
         raise VcdError(f"--cell must be an integer from 1 to 40, not {args.cell}")

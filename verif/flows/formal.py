@@ -1034,8 +1034,9 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
     free: the reader counts it only for ``idle``). Asserted: AR's burst rules
     (:func:`_address_channel`); an R beat taken only as requested (given the slave's rule,
     what the reader adds is the next one); the words its pending blocks still need from
-    memory are exactly the R beats outstanding plus the words the walker has still to request
-    (its R side takes every beat requested and no other); nothing outstanding when ``idle``.
+    memory are exactly the word its R skid buffer holds, the R beats outstanding and the words
+    the walker has still to request (its R side takes every beat requested and no other);
+    nothing outstanding when ``idle``.
 
     Invariants: :func:`_walker_invariants`; the pending blocks' counts in range and the R
     side's row and beat within its block (0 and 0 between blocks)."""
@@ -1084,8 +1085,8 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
         m.d.comb += [
             Assert(Mux(r_rdy, (row < head.rows) & (beat < head.beats), (row == 0) & (beat == 0)),
                    "the R side's position is outside its block"),
-            Assert(sum(needed) == owed + _to_request(h, rows_max, words_max),
-                   "the words the R side needs are not those requested and to request"),
+            Assert(sum(needed) == owed + i["r_held"] + _to_request(h, rows_max, words_max),
+                   "the words the R side needs are not those held, requested and to request"),
         ]
     return props
 

@@ -53,6 +53,24 @@ from spartan_rtl.tb import profile
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "mutants"
 DOC = ROOT / "docs" / "mutants.md"
+#: Every block's last verdicts, committed beside the report: a campaign over some blocks keeps
+#: the others' from here on a fresh clone (build/mutants/ holds the mutants themselves).
+RECORD = ROOT / "docs" / "mutants.json"
+
+
+def _previous():
+    """The last campaign's results: build/mutants/results.json, else the committed record."""
+    for path in (OUT / "results.json", RECORD):
+        if path.exists():
+            return json.loads(path.read_text())
+    return None
+
+
+def _save(results):
+    OUT.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(results, indent=1)
+    (OUT / "results.json").write_text(text)
+    RECORD.write_text(text + "\n")
 
 KINDS = ("operator", "handshake", "stuck", "enable", "constant")
 
@@ -404,9 +422,8 @@ def _evaluate(block_name, directory, text, seed, test_timeout):
 def campaign(blocks, count=None, seed=1, jobs=2, log=print):
     """Run every block's mutants; returns the results dict written to build/mutants/."""
     results = {"seed": seed, "blocks": {}}
-    previous = OUT / "results.json"
-    if previous.exists():  # a run of some blocks keeps the others' results (same seed only)
-        old = json.loads(previous.read_text())
+    old = _previous()
+    if old is not None:  # a run of some blocks keeps the others' results (same seed only)
         if old.get("seed") == seed:
             results["blocks"] = {b: r for b, r in old["blocks"].items() if b not in blocks}
     for block in blocks:
@@ -437,8 +454,7 @@ def campaign(blocks, count=None, seed=1, jobs=2, log=print):
                                     "sites": len(sites(text)), "mutants": rows,
                                     "wall_s": round(time.monotonic() - start)}
         results["wall_s"] = sum(b.get("wall_s", 0) for b in results["blocks"].values())
-        OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / "results.json").write_text(json.dumps(results, indent=1))
+        _save(results)
     return results
 
 
@@ -446,7 +462,7 @@ def rerun_survivors(blocks, seed=1, jobs=2, log=print, only=None):
     """Run the survivors of the last campaign again (after tests were added), from their
     stored Verilog (build/mutants/BLOCK/mNN/top.v): a killed mutant stays killed when tests
     are only added, so this is the cheap way to update the figures."""
-    results = json.loads((OUT / "results.json").read_text())
+    results = _previous()
     for block in blocks:
         b = results["blocks"][block]
         clean = b["clean"]
@@ -464,7 +480,7 @@ def rerun_survivors(blocks, seed=1, jobs=2, log=print, only=None):
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(one, todo))
         b["rerun_s"] = round(time.monotonic() - start)
-        (OUT / "results.json").write_text(json.dumps(results, indent=1))
+        _save(results)
     return results
 
 
@@ -498,22 +514,6 @@ NOTES = {
     ("gemm", "assign _3037_ = rst ? 6'h00 : _3995_;", "assign _3037_ = rst ? 6'h1 : _3995_;"):
         "equivalent: the reset value of `slot1_idx20` (a column index of the row buffer) is "
         "never read; an entry is used only once its row is loaded, and loading writes it.",
-    ("core", "assign _02846_[9] = 1'h0;", "assign _02846_[9] = 1'h1;"):
-        "equivalent: bit 9 of a Yosys temporary that nothing reads (only `_02846_[7:0]` is "
-        "used, a weight-buffer address): a dead bit.",
-    ("engine", "assign _0679_ = _0535_ ? 1'hx : 1'h0;", "assign _0679_ = _0535_ ? 1'h0 : 1'hx;"):
-        "equivalent in simulation: one arm is Yosys' `x` (a don't-care), and swapping puts it "
-        "on the live arm, which Verilator builds as 0, the value that arm had; no 2-state "
-        "simulation can tell them apart (the mutant generator should skip arms that are `x`).",
-    ("engine", "assign _2159_ = \\core.writer.walker.to_boundary  < _2158_;",
-     "assign _2159_ = \\core.writer.walker.to_boundary  <= _2158_;"):
-        "equivalent: the compare of `min(to_boundary, shortest)` (the burst length, "
-        "hw/engine_dma.py): on a tie both arms are the same number.",
-    ("engine", "assign _0247_[0] = \\core.gemm.datapath.scheduler.c_cg  + 1'h1;",
-     "assign _0247_[0] = \\core.gemm.datapath.scheduler.c_cg  + 1'h0;"):
-        "equivalent at the defaults: one column group (n = n_par = 64), so the GEMM's `c_cg` "
-        "is 0 at every row end and never increments; its increment is live, and killed, in "
-        "the GEMM's own campaign (n_par < n).",
     ("engine", "if (\\core.modes.w_port__en )", "if (1'h1)"):
         "equivalent in the engine: the `modes` FIFO (8 entries, one per tile in flight in "
         "the stream core) holds at most one tile here, since each step's tile finishes before "
@@ -530,25 +530,20 @@ NOTES = {
         "results FIFO (a whole row group) backs up behind a held write channel; a probe counted "
         "no full cycle in the subset, even over `row_patterns`' 48 one-nonzero rows. Next: a "
         "layer of two row groups with the write channel held through the second.",
-    ("engine", "assign _1812_ = \\core.regs.ar_addr [15:2] == 5'h14;",
-     "assign _1812_ = \\core.regs.ar_addr [15:2] == 5'h0;"):
-        "OP's read decode moved onto ID's address: the subset read no register back. Killed "
-        "once `registers` (ID, reset values, descriptor read-back) joined the subset.",
-    ("engine",
-     "assign _1919_ = _1801_ ? { 16'h0000, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;",
-     "assign _1919_ = _1801_ ? { 16'h1, \\core.regs.TABLE_BASE_TABLE_BASE  } : _1918_;"):
-        "a stray bit 16 in TABLE_BASE's read data: as above, killed by `registers`.",
     ("engine", "if (\\core.compactor.data_fifo.r_en )", "if (1'h1)"):
         "the GEMM's row loader writing a beat without a transfer (the fault the GEMM's "
         "`alternating_rows` found): random layers never ended a row's load while the other "
         "slot computed a full row. Killed by the new `row_patterns` (tb_engine.py): rows of "
         "every beat count, each after a full row.",
-    ("engine", "assign _1182_ = _0784_ == 1'h1;", "assign _1182_ = _0784_ == 1'h0;"):
-        "a compactor crossbar route (lane 6 to slot 1) wired wrong: random layers did not take "
-        "every route. Killed by the new `row_patterns`: the compactor's `leading_zeros_<s>` "
-        "rows, which take them all.",
-    ("engine", "assign _0930_ = _0784_ == 4'hc;", "assign _0930_ = _0784_ == 4'h0;"):
-        "another crossbar route (lane 6 to slot 12): killed by `row_patterns`, as above.",
+    ("engine", "assign _0314_[0] = \\core.write_cmds.inner_level  + 1'h1;",
+     "assign _0314_[0] = \\core.write_cmds.inner_level  - 1'h1;"):
+        "equivalent: the write-command queue's inner level is one bit (a two-entry buffered "
+        "FIFO keeps one entry inside), and one bit plus one is one bit minus one.",
+    ("engine", "assign _2254_ = _2250_ ? _0324_[0] : _2253_;",
+     "assign _2254_ = _2250_ ? _2253_ : _0324_[0];"):
+        "equivalent: the next level of the writer's one-bit `pending` queue; with the arms "
+        "swapped a read gives Yosys' `x` arm (0 in Verilator), which is `level - 1` of a queue "
+        "that holds its one entry, and a write gives `level - 1`, the same bit as `level + 1`.",
 }
 
 
@@ -670,7 +665,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     p.add_argument("--report-only", action="store_true",
-                   help="rewrite docs/mutants.md from build/mutants/results.json")
+                   help="rewrite docs/mutants.md from the last results (build/mutants/, else "
+                        "docs/mutants.json)")
     p.add_argument("--rerun-survivors", action="store_true",
                    help="run only the last campaign's survivors again (after adding tests)")
     p.add_argument("--only", metavar="mNN,...", type=lambda v: set(v.split(",")),
@@ -682,7 +678,7 @@ def main(argv=None):
         _worker(a.blocks[0], a.worker, a.seed)
         return
     if a.report_only:
-        DOC.write_text(report(json.loads((OUT / "results.json").read_text())))
+        DOC.write_text(report(_previous()))
         return
     blocks = a.blocks or default_blocks()
     for b in blocks:
@@ -692,12 +688,12 @@ def main(argv=None):
     toolchain.apply_sim_env()
     say = lambda s: print(s, flush=True)  # noqa: E731
     if a.rerun_survivors:
-        results = rerun_survivors(a.blocks or list(json.loads(
-            (OUT / "results.json").read_text())["blocks"]), a.seed, a.jobs, log=say, only=a.only)
+        results = rerun_survivors(a.blocks or list(_previous()["blocks"]), a.seed, a.jobs,
+                                  log=say, only=a.only)
     else:
         results = campaign(blocks, a.max, a.seed, a.jobs, log=say)
     DOC.write_text(report(results))
-    print(f"wrote {DOC.relative_to(ROOT)} and {(OUT / 'results.json').relative_to(ROOT)}; "
+    print(f"wrote {DOC.relative_to(ROOT)} and {RECORD.relative_to(ROOT)}; "
           f"campaign wall time {results['wall_s']} s")
 
 

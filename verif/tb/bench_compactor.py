@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED
+from spartan_rtl.bench import SEED, block_config
 
 DENSITIES = tuple(d / 10 for d in range(11))
 CONFIGS = (
@@ -39,8 +39,7 @@ def report(figures):
              "ready)"]
     for entry in figures["configs"]:
         p = entry["params"]
-        lines.append(f"  lanes={p['lanes']} width={p['width']} cols={p['cols']} "
-                     f"{p['number_format']}:")
+        lines.append(f"  {block_config('compactor / expander', p)}:")
         lines.append(f"  {'density':>8} {'in beats':>9} {'in/cycle':>9} {'data/cycle':>11} "
                      f"{'mask/cycle':>11} {'ratio':>7} {'expander out/cycle':>19}")
         for c, e in zip(entry["compactor"], entry["expander"]):

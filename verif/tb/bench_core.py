@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED
+from spartan_rtl.bench import SEED, block_config
 
 #: Densities (nonzero share) of the layer's 16 tiles: ReLU outputs mostly 25-70 % dense, with
 #: a few nearly dense and nearly empty tiles.
@@ -30,9 +30,10 @@ def run(quick=False):
 
 
 def report(f):
-    lines = [f"core: one layer of {len(f['densities'])} tiles x {f['rows']} rows, defaults "
-             f"(k={f['params']['k']}, n={f['params']['n']}, k_par={f['params']['k_par']}, "
-             f"n_par={f['params']['n_par']}), THRESHOLD={f['threshold']:#x}",
+    config = block_config("core", f["params"], ("lanes", "k", "n", "k_par", "n_par",
+                                                 "b_banks", "table_depth"))
+    lines = [f"{config}: one layer of {len(f['densities'])} tiles x {f['rows']} rows, "
+             f"THRESHOLD={f['threshold']:#x}",
              f"  {'pass':<8} {'cycles':>8} {'sparse tiles':>13} {'MACS_DONE':>10} "
              f"{'MACS_SKIPPED':>13} {'STALL':>6} {'CONFLICT':>9}"]
     for p in f["passes"]:

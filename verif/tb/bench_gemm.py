@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED
+from spartan_rtl.bench import SEED, block_config
 
 DENSITIES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 ROWS = 64
@@ -46,8 +46,9 @@ def report(figures):
     for name, fig in figures.items():
         p = fig["params"]
         macs = p["k_par"] * p["n_par"]
-        lines.append(f"  {name}: K={p['k']} N={p['n']} lanes={p['lanes']} "
-                     f"{macs} MACs/cycle, {p['k_par'] // p['b_banks']} copies of B")
+        config = block_config("gemm", p, ("k", "n", "lanes", "k_par", "n_par", "b_banks"))
+        lines.append(f"  {config}, {name}: {macs} MACs/cycle, "
+                     f"{p['k_par'] // p['b_banks']} copies of B")
         lines.append(f"  {'dens':>5} {'sparse':>7} {'dense':>7} {'speedup':>8} {'ideal':>6} "
                      f"{'ratio':>6} {'model':>6} {'confl':>6} {'util_s':>6} {'util_d':>6} "
                      f"| {'ideal':>6} {'partial':>7} {'confl':>6} {'other':>6}")

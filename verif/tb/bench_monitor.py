@@ -4,7 +4,8 @@ at several densities: the monitor must cost the data path nothing (1.0 beats/cyc
 from __future__ import annotations
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED
+from spartan_rtl.bench import SEED, block_config
+from spartan_rtl.hw import blocks
 
 DENSITIES = (0.0, 0.1, 0.5, 0.9, 1.0)
 
@@ -15,11 +16,14 @@ def run(quick=False):
                           name="bench", testcase="throughput",
                           seed=SEED, args={"beats": beats, "densities": list(DENSITIES)})
     import json
-    return json.loads((test_dir / "throughput.json").read_text())
+    figures = json.loads((test_dir / "throughput.json").read_text())
+    figures["params"] = blocks.get("monitor").resolve()   # the run above builds the defaults
+    return figures
 
 
 def report(figures):
-    lines = ["monitor: pass-through throughput (outputs always ready, input always valid)",
+    lines = [f"{block_config('monitor', figures['params'])}: pass-through throughput "
+             "(outputs always ready, input always valid)",
              f"  {'density':>8} {'beats':>7} {'cycles':>7} {'beats/cycle':>12}"]
     for row in figures["rows"]:
         lines.append(f"  {row['density']:>8.2f} {row['beats']:>7} {row['cycles']:>7} "

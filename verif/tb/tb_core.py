@@ -224,7 +224,8 @@ class CoreTB:
 @cocotb.test()
 async def registers(dut):
     """ID, reset values, read/write fields, w1p fields reading 0, byte strobes, read-only
-    registers ignoring writes, SLVERR on unmapped addresses, the table window."""
+    registers ignoring writes, SLVERR on unmapped addresses, the table window, the generator's
+    parameters in the CONFIG registers."""
     tb = CoreTB(dut)
     await tb.start()
     assert await tb.read("ID") == tb.doc["id"]
@@ -247,6 +248,22 @@ async def registers(dut):
         assert resp.resp == AxiResp.SLVERR, (hex(offset), resp.resp)
     # An empty table reads as invalid zeros.
     assert await tb.read(0x1000) == 0 and await tb.read(0x1004) == 0
+    await expect_config(tb)
+
+
+#: A text parameter's values in the order its ``CONFIG_*`` register numbers them
+#: (docs/interfaces.md).
+CONFIG_CHOICES = {"multiplier": ("inferred", "ecp5")}
+
+
+async def expect_config(tb):
+    """Every generator parameter reads back from its ``CONFIG_<NAME>`` register (a flag as 0
+    or 1, a choice as its index), and the word after the last one answers SLVERR."""
+    for i, (name, value) in enumerate(tb.p.items()):
+        expected = CONFIG_CHOICES[name].index(value) if name in CONFIG_CHOICES else int(value)
+        assert await tb.read(f"CONFIG_{name.upper()}") == expected, name
+        assert tb.regs[f"CONFIG_{name.upper()}"]["offset"] == 0x100 + 4 * i, name
+    assert await tb.read(0x100 + 4 * len(tb.p), expect=AxiResp.SLVERR) == 0
 
 
 @cocotb.test()
@@ -262,7 +279,7 @@ async def every_register_written(dut):
         resp = await tb.axil.write(offset, b"\x01\x00\x00\x00")
         assert resp.resp == AxiResp.OKAY, (hex(offset), resp.resp)
         assert await tb.read(offset) == 0
-    for name in ("ID", "CTRL", "THRESHOLD", "TILE", "TABLE_BASE"):
+    for name in ("ID", "CTRL", "THRESHOLD", "TILE", "TABLE_BASE", "CONFIG_K"):
         assert await tb.read(name) == before[name], name
 
 

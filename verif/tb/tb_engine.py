@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
@@ -43,6 +44,7 @@ from spartan_rtl.golden.formats import mask, random_elements, to_signed
 from spartan_rtl.tb.axis import Bench, pauses, read_int, test_args
 from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 from spartan_rtl.tb.tb_compactor import pattern_tiles
+from spartan_rtl.tb.tb_core import expect_config
 
 #: The event counters golden/engine.py models and every layer checks (CONFLICT_CYCLES and
 #: A_ERRORS are the core's, which the engine's contract does not define: logged only).
@@ -96,6 +98,15 @@ class _RamRead(AxiRamRead):
         self.owner = owner
         super().__init__(*args, **kwargs)
         _with_resp(owner, self.r_channel, "rresp")
+        # The slave takes a burst from its AR queue just before sending its beats: holding it
+        # there holds the burst's first beat, while later ARs still queue behind it.
+        recv = self.ar_channel.recv
+
+        async def recv_after_latency():
+            ar = await recv()
+            await owner.after_read_latency()
+            return ar
+        self.ar_channel.recv = recv_after_latency
 
     async def _read(self, address, length):
         resp = self.owner.error_at("read", address, length)
@@ -119,9 +130,23 @@ class EngineRam(Memory):
         self.write_log = []
         self.refused = []
         self.pending_resp = {"bresp": None, "rresp": None}
+        self.clock = clock
+        #: Cycles from a read burst's AR transfer to its first R beat at the earliest (0: the
+        #: model's own, the cycle after); the testbench records each AR in ``ar_cycles``.
+        self.read_latency = 0
+        self.ar_cycles = deque()
+        self.cycle = 0
         super().__init__(size)
         self.write_if = _RamWrite(self, bus.write, clock, reset, True, mem=self.mem)
         self.read_if = _RamRead(self, bus.read, clock, reset, True, mem=self.mem)
+        # A memory with a latency takes several bursts' addresses while it works on one.
+        self.read_if.ar_channel.queue_occupancy_limit = 8
+
+    async def after_read_latency(self):
+        """Return ``read_latency`` cycles after the oldest burst's AR transfer."""
+        taken = self.ar_cycles.popleft() if self.ar_cycles else None
+        while taken is not None and self.cycle < taken + self.read_latency:
+            await RisingEdge(self.clock)
 
     def error_at(self, kind, address, length):
         for k, start, end, resp in self.errors:
@@ -227,8 +252,10 @@ class EngineTB:
             await falling
             await readonly
             self.cycle += 1
+            self.ram.cycle = self.cycle
             t = self.traffic
             if read_int(rst):   # bursts cut by the reset: nothing more of them is due
+                self.ram.ar_cycles.clear()
                 held.clear()
                 w_left.clear()
                 w_lasts.clear()
@@ -278,6 +305,7 @@ class EngineTB:
                 t[f"{kind}_beats"] += beats
                 t["last"][kind] = self.cycle
                 if kind == "ar":
+                    self.ram.ar_cycles.append(self.cycle)
                     if t["first_ar"] is None:
                         t["first_ar"] = self.cycle
                     self._ar_queue.append([inside[0] if inside else "?", beats])
@@ -782,7 +810,7 @@ async def run_layer_numpy(tb, op, a, b, *, values=True, **kwargs):
 async def registers(dut):
     """ID, every register's reset value, descriptor registers read back (OP keeps 2 bits),
     read-only registers ignore writes (a write to every register answers OKAY), SLVERR beyond
-    the map, an empty table reads invalid."""
+    the map, an empty table reads invalid, the generator's parameters in the CONFIG registers."""
     tb = EngineTB(dut)
     await tb.start()
     assert await tb.read("ID") == tb.doc["id"]
@@ -812,6 +840,7 @@ async def registers(dut):
     for offset in (0x88, 0x200, tb.table_offset + 8 * tb.p["table_depth"], 0xFFFC):
         assert await tb.read(offset, expect=AxiResp.SLVERR) == 0
         await tb.write(offset, 1, expect=AxiResp.SLVERR)
+    await expect_config(tb)
 
 
 async def expect_reset_state(tb, entries=()):
@@ -832,8 +861,9 @@ async def random_layers(dut):
     """Random layers of all three OPs: M, K, N from 1, non-multiples of lanes, k, n and
     acc_rows (one layer with two row tiles), random pitches with padding words, random layout;
     MODE auto, dense, sparse (and 3, as dense) at random THRESHOLD and TABLE_BASE, some layers
-    repeating the last one's operands (auto decisions from its table). Every result element,
-    memory outside, counters, table."""
+    repeating the last one's operands (auto decisions from its table); a read latency of 0, 3
+    or 20 cycles on top of the random pauses. Every result element, memory outside, counters,
+    table."""
     tb = EngineTB(dut)
     await tb.start()
     p = tb.p
@@ -869,6 +899,8 @@ async def random_layers(dut):
             await tb.set_irq_en(int(tb.rng.random() < 0.5))
         if tb.rng.random() < 0.1:
             await tb.ctrl(forget=True)
+        # A memory that answers the cycle after, or later (bursts queue behind the first).
+        tb.ram.read_latency = tb.rng.choice((0, 0, 3, 20))
         dut._log.info(f"layer {i}: OP {op}, A {a.shape}, B {b.shape}, MODE {mode}, "
                       f"THRESHOLD {threshold:#x}, TABLE_BASE {table_base}")
         await tb.run_layer(op, a, b, mode=mode, threshold=threshold, table_base=table_base)
@@ -1196,14 +1228,15 @@ async def irq(dut):
 @cocotb.test(skip="bench" not in test_args())
 async def bench_layers(dut):
     """The benchmark's layers (verif/tb/bench_engine.py): ``args["bench"]["runs"]`` is a list
-    of ``{"op", "M", "K", "N", "density", "mode", "mem_idle"}``; each layer is checked like
-    every other and its ``LAYER_CYCLES`` and counters go to ``bench.json``. A memory with
-    ``mem_idle`` 0 answers at once (zero-wait)."""
+    of ``{"op", "M", "K", "N", "density", "mode", "mem_idle", "read_latency"}``; each layer
+    is checked like every other and its ``LAYER_CYCLES`` and counters go to ``bench.json``. A
+    memory with ``mem_idle`` 0 and no ``read_latency`` answers at once (zero-wait)."""
     tb = EngineTB(dut)
     runs = tb.args["bench"]["runs"]
     results = []
     await tb.start(bus_idle=0.0, mem_idle=0.0)
     for spec in runs:
+        tb.ram.read_latency = spec.get("read_latency", 0)
         for channel in tb.ram.channels():
             if spec.get("mem_idle", 0.0):
                 channel.set_pause_generator(pauses(tb.rng, spec["mem_idle"]))

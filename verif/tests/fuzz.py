@@ -228,11 +228,23 @@ def invalid_value(draw, param):
     return draw(st.one_of(candidates).filter(lambda v: not in_declared_range(param, v)))
 
 
+def documented_derived_default(name, earlier):
+    """``(value, rule)`` of a parameter whose default follows others (docs/interfaces.md,
+    "Blocks"), computed from ``earlier`` (the checked values declared before it), or None."""
+    if name == "n_par" and "n" in earlier:
+        return (max(d for d in (1, 2, 4, 8, 16, 32, 64) if earlier["n"] % d == 0),
+                "the largest power of two up to 64 that divides n")
+    if name == "data_width" and {"lanes", "width"} <= set(earlier):
+        return earlier["lanes"] * earlier["width"], "lanes*width"
+    return None
+
+
 def expected_error(block, values):
     """``(exception type, regular expression of the whole message)`` that resolving ``values``
     must raise, or None when they are valid: unknown names first, then each parameter in
-    declaration order (type, then range), then the rules between parameters (whose "must be"
-    wording is the block's: the expression pins the name and the value)."""
+    declaration order (type, then range; one left out whose default follows others has that
+    value), then the rules between parameters (whose "must be" wording is the block's: the
+    expression pins the name and the value)."""
     names = [p.name for p in block.params]
     for name in values:
         if name not in names:
@@ -242,11 +254,13 @@ def expected_error(block, values):
                                           f"not {name!r}") + rf"( \(did you mean ({near})\?\))?")
     full = {}
     for p in block.params:
-        value = values.get(p.name, p.default)
+        follows = None if p.name in values else documented_derived_default(p.name, full)
+        value = values.get(p.name, p.default) if follows is None else follows[0]
         wrong_type = not isinstance(value, p.kind) or (p.kind is int and isinstance(value, bool))
         if wrong_type or not in_declared_range(p, value):
+            how = "" if follows is None else f" (its default when not set: {follows[1]})"
             return (TypeError if wrong_type else ValueError), \
-                re.escape(f"{p.name} must be {p.what}, not {value!r}")
+                re.escape(f"{p.name} must be {p.what}, not {value!r}{how}")
         full[p.name] = value
     broken = cross_rule_error(block.name, full)
     if broken:

@@ -22,7 +22,7 @@ SPARTAN_BASE = 0x4000_0000
 #: docs/registers.md: the offsets used here, ID = 0x5350 'SP', block 0x01 (core), version
 #: 0x01, and THRESHOLD's reset value.
 REGS = {"ID": 0x00, "CTRL": 0x04, "THRESHOLD": 0x08}
-ID = 0x5350_0101
+ID = 0x5350_0102
 THRESHOLD_RESET = 0x80
 #: Cycles a bus access may take before the testbench gives up (LiteX's own bus timeout is
 #: 10**6 cycles; the core answers within a few).

@@ -70,7 +70,7 @@ def test_config_file_and_set_override(tmp_path):
 def test_help_is_plain_text():
     """Every command's --help: no reStructuredText markup (double backticks) from docstrings."""
     for command in ([], ["generate"], ["list"], ["sim"], ["waves"], ["bench"], ["estimate"],
-                    ["fusesoc-gen"]):
+                    ["fusesoc-gen"], ["fusesoc-library"]):
         out = spartan(*command, "--help")
         assert out.returncode == 0 and "``" not in out.stdout, (command, out.stdout[:300])
 
@@ -118,6 +118,59 @@ def test_generate_replaces_existing_files_whole(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+# --- derived defaults ----------------------------------------------------------------------
+
+def test_n_par_follows_n_when_not_set(tmp_path):
+    """``generate gemm --set k=32 --set n=32``: n_par, not given, is 32 (docs/interfaces.md,
+    "Blocks"), in the manifest and the regenerate command; given, it is checked as given."""
+    out = spartan("generate", "gemm", "--set", "k=32", "--set", "n=32", "-o", str(tmp_path / "g"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "g" / "spartan_gemm.json").read_text())
+    assert doc["params"]["n_par"] == 32
+    assert "--set n_par=32" in (tmp_path / "g" / "spartan_gemm.core").read_text()
+    bad = spartan("generate", "gemm", "--set", "k=32", "--set", "n=32", "--set", "n_par=64",
+                  "-o", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and not (tmp_path / "bad").exists()
+    assert bad.stderr == ("spartan: error: n_par must be a multiple of lanes (8) dividing n (32), "
+                          "not 64\n")
+
+
+@pytest.mark.parametrize("block, given, derived", [
+    ("gemm", {"n": 96}, {"n_par": 32}),     # the largest power of two dividing n
+    ("gemm", {"n": 1024}, {"n_par": 64}),   # up to the fixed default
+    ("gemm", {"lanes": 8, "n": 24}, {"n_par": 8}),
+    ("gemm", {"n": 32, "n_par": 16}, {"n_par": 16}),   # given: kept
+    ("core", {"k": 16, "n": 16}, {"n_par": 16}),
+    ("engine", {"n": 32, "lanes": 16}, {"n_par": 32, "data_width": 128}),
+    ("engine", {"width": 16}, {"data_width": 128}),
+])
+def test_derived_defaults(block, given, derived):
+    params = blocks.get(block).resolve(given)
+    assert {name: params[name] for name in derived} == derived
+
+
+def test_derived_defaults_equal_the_fixed_ones_at_the_defaults():
+    """So an unchanged configuration (``make rtl``) generates the same Verilog as before."""
+    for block in blocks.BLOCKS.values():
+        assert block.resolve({}) == {p.name: p.default for p in block.params}, block.name
+
+
+def test_derived_default_out_of_range_says_how_it_came_about():
+    with pytest.raises(ValueError) as info:
+        blocks.get("engine").resolve({"lanes": 2})
+    assert str(info.value) == ("data_width must be a power of two from 32 to 1024, not 16 (its "
+                               "default when not set: lanes*width)")
+    out = spartan("list", "engine")
+    assert re.search(r"^    data_width .*; when not set: lanes\*width$", out.stdout, re.M)
+    assert re.search(r"^    n_par .*; when not set: the largest power of two up to 64 that "
+                     r"divides n$", out.stdout, re.M)
+
+
+def test_gemm_constructor_derives_n_par():
+    from spartan_rtl.hw.gemm import SparseGemm
+    assert SparseGemm(k=32, n=32).n_par == 32 and SparseGemm(n=32, n_par=8).n_par == 8
+
+
 # --- list, version -------------------------------------------------------------------------
 
 def test_list_one_block():
@@ -147,7 +200,7 @@ def test_generate_writes_the_whole_set_readable_by_all(tmp_path):
     assert out.returncode == 0, out.stderr
     folder = tmp_path / "new" / "dir"
     names = ["mon2.v", "mon2.json", "mon2_inst.v", "mon2.core", "mon2.f", "mon2.vlt", "mon2.sdc",
-             "mon2.xdc"]
+             "mon2.xdc", "mon2.ipxact.xml"]
     assert out.stdout.split() == [str(folder / n) for n in names]
     assert sorted(p.name for p in folder.iterdir()) == sorted(names)
     for p in folder.iterdir():
@@ -443,7 +496,13 @@ def test_sim_ends_with_pass_or_fail(tmp_path, monkeypatch):
     args = ["sim", "monitor", "--seed", "7", "--cycles", "60"]
     passed = spartan(*args, "-o", str(tmp_path / "pass"))
     assert passed.returncode == 0, passed.stderr
-    assert passed.stdout.splitlines()[-1] == "PASS"
+    lines = passed.stdout.splitlines()
+    assert lines[-1] == "PASS"
+    # What it does, before it does it, and how long each step took.
+    assert lines[0] == "building monitor with Verilator ..."
+    assert re.fullmatch(r"built in \d+\.\d s \(\S+/monitor/verilator-\w+\)", lines[1]), lines
+    assert lines[2].startswith("running monitor: spartan_rtl.tb.tb_monitor.")
+    assert "seed 7, 60 cycles max" in lines[2] and re.fullmatch(r"ran in \d+\.\d s", lines[3])
     from spartan_rtl import runner
     real_run = runner.run
 

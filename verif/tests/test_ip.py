@@ -415,6 +415,27 @@ def test_fusesoc_generator_rejects_bad_parameters(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.yml"]
 
 
+def test_fusesoc_library_names_this_installation(tmp_path):
+    """``spartan fusesoc-library DIR``: the shipped generator core, but for its generator this
+    Python and the script by absolute path (verif/tests/test_wheel.py runs FuseSoC through it
+    from an installed wheel); a DIR that cannot be a folder is the usual one-line error."""
+    done = subprocess.run([sys.executable, "-m", "spartan_rtl.cli", "fusesoc-library",
+                           str(tmp_path / "lib")], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == f"{tmp_path / 'lib' / 'spartan.core'}\n"
+    written = (tmp_path / "lib" / "spartan.core").read_text().splitlines()
+    shipped = (ROOT / "fusesoc" / "spartan.core").read_text().splitlines()
+    changed = [(a, b) for a, b in zip(shipped, written) if a != b]
+    assert len(written) == len(shipped) and changed == [
+        ("    interpreter: python3", f"    interpreter: {json.dumps(sys.executable)}"),
+        ("    command: spartan_gen.py",
+         f"    command: {json.dumps(str(ROOT / 'fusesoc' / 'spartan_gen.py'))}")]
+    (tmp_path / "afile").touch()
+    bad = subprocess.run([sys.executable, "-m", "spartan_rtl.cli", "fusesoc-library",
+                          str(tmp_path / "afile")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("spartan: error: DIR must be ")
+
+
 # --- AXI clock and reset names -------------------------------------------------------------
 
 def test_axi_names_behave_as_the_default_with_inverted_reset(tmp_path):

@@ -298,8 +298,48 @@ def test_estimate_json_written_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "good.npz"]
 
 
+def test_estimate_several_traces_then_a_summary(tmp_path):
+    """Two traces: each estimated in turn under its own header, then one summary row per
+    trace with its whole-step speedups; the JSON a list of the one-trace documents."""
+    first = write_npz(tmp_path / "first.npz", small_arrays())
+    second = write_npz(tmp_path / "second.npz", changed(dy_conv1=None))
+    status, stdout, stderr = run_cli("estimate", str(first), str(second),
+                                     "--json", str(tmp_path / "e.json"))
+    assert status == 0, stderr
+    docs = json.loads((tmp_path / "e.json").read_text())
+    assert [doc["file"] for doc in docs] == [str(first), str(second)]
+    status, _, stderr = run_cli("estimate", str(first), "--json", str(tmp_path / "one.json"))
+    assert status == 0, stderr
+    assert docs[0] == json.loads((tmp_path / "one.json").read_text())
+    headers = [stdout.index(f"estimate: {path}\n") for path in (first, second)]
+    summary = stdout.index("estimate: summary")
+    assert headers[0] < headers[1] < summary
+    rows = stdout[summary:].splitlines()[2:]
+    assert [row.split() for row in rows] == [
+        [doc["file"], f"{doc['total']['speedup']:.2f}x",
+         f"{doc['engine']['total']['speedup']:.2f}x"] for doc in docs]
+
+
+def test_estimate_network_among_traces_refused(tmp_path):
+    good = write_npz(tmp_path / "good.npz", small_arrays())
+    assert expect_error(tmp_path, ["estimate", str(good), "alexnet", "--json",
+                                   str(tmp_path / "e.json")],
+                        "inputs must be one network name or trace files only",
+                        "not network 'alexnet' among 2 inputs") == []
+
+
+def test_estimate_a_missing_trace_among_several_stops_all(tmp_path):
+    """The bad file is named before the good one before it is estimated: nothing printed."""
+    good = write_npz(tmp_path / "good.npz", small_arrays())
+    missing = tmp_path / "missing.npz"
+    assert expect_error(tmp_path, ["estimate", str(good), str(missing), "--json",
+                                   str(tmp_path / "e.json")],
+                        f"{missing}: file must exist, not missing") == []
+
+
 def test_estimate_failure_is_a_bug_not_a_usage_error(tmp_path, monkeypatch):
-    """A ValueError inside the estimate is an internal error (exit 70), not a usage error."""
+    """A ValueError inside the estimate is an internal error (exit 70), not a usage error; of
+    the report, only the header came out (it is printed before the work)."""
     good = write_npz(tmp_path / "good.npz", small_arrays())
 
     def broken(*a, **k):
@@ -307,7 +347,7 @@ def test_estimate_failure_is_a_bug_not_a_usage_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(estimate, "estimate_trace", broken)
     status, stdout, stderr = run_cli("estimate", str(good), "--json", str(tmp_path / "e.json"))
-    assert status == 70 and len(stderr.splitlines()) == 1 and stdout == ""
+    assert status == 70 and len(stderr.splitlines()) == 1 and stdout == f"estimate: {good}\n"
     assert "internal error (a bug" in stderr and "ValueError: inside the model" in stderr
     assert not (tmp_path / "e.json").exists()
 

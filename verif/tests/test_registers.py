@@ -217,7 +217,7 @@ def test_every_form_agrees(generated, tmp_path):
     regs = manifest["regs"]
     for name in ("ID", "CTRL", "THRESHOLD") + SPEC_COUNTERS:
         assert name in regs, name
-    assert regs["ID"][1]["ID"] == (0, 32, "r", 0x5350_0101)
+    assert regs["ID"][1]["ID"] == (0, 32, "r", 0x5350_0102)
     assert regs["THRESHOLD"][1]["THRESHOLD"] == (0, 8, "rw", 0x80)
     ctrl = regs["CTRL"][1]
     assert ctrl["MODE"] == (0, 2, "rw", 0)

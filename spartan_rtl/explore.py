@@ -1,0 +1,381 @@
+"""``spartan explore TRACE.npz --device LFE5U-45F``: which layer-engine configuration to build for
+this network on this FPGA, and how much faster it trains (docs/explore.md).
+
+1. Every combination of the parameter ranges (``--set NAME=V1,V2,...`` over
+   explore_jobs.DEFAULT_RANGES) that the engine accepts is a candidate.
+2. Each is timed by the engine's cycle model (golden/estimate.py ``engine_trace``, which runs
+   golden/engine_timing.py) on the trace: the whole training step, forward, dgrad and wgrad
+   of every layer, each tile sparse or dense by the density the trace has there.
+3. In the order of that ranking, candidates are synthesised (Yosys, verif/flows/synth.py) until
+   ``--synth`` of them fit the budget; those are placed and routed on the device
+   (nextpnr-ecp5, ``--seeds`` seeds). So is the candidate with the fewest *dense* cycles that
+   fits, so that the dense-only baseline is the best dense build, not the sparse winner run
+   dense.
+4. The answer (spartan_rtl/explore_report.py): training steps per second (Fmax / cycles per
+   step) of each placed candidate, the Pareto fronts against LUT and DSP, the best that fits,
+   and its speedup over the best dense-only build: the placed builds with every tile dense
+   (MODE 1), cycles from the model, Fmax measured.
+
+Every job runs through spartan_rtl/jobs.py and is kept in the store (spartan_rtl/store.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Callable
+
+from . import __version__, jobs
+from .explore_jobs import (SYNTH_TRIES_PER_PICK, Budget, cycles_job, netlist_job, place_job,
+                           source_digest, tool_versions, verilog_job)
+from .store import Key, digest
+
+__all__ = ["Request", "JobKinds", "Placed", "Answer", "Explorer", "explore"]
+
+#: The cycle model's sources: a cached cycle count is as good as these files.
+MODEL_SOURCES = ("engine_timing.py", "estimate.py", "gemm.py")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A checked ``spartan explore`` request."""
+
+    trace: object            # golden/traces.py Trace
+    trace_sha256: str
+    device: str              # a DEVICES name
+    budget: Budget
+    ranges: dict             # parameter -> values
+    seeds: int = 1
+    synth: int = 3
+    threshold: int = 0xF0
+    freq_mhz: float = 100.0
+    retry_failed: bool = False
+
+
+@dataclass(frozen=True)
+class JobKinds:
+    """The job functions (module-level, importable by the workers) and the synthesis tools'
+    versions (called here, on the client): tests put stubs in."""
+
+    cycles: Callable = cycles_job
+    verilog: Callable = verilog_job
+    netlist: Callable = netlist_job
+    place: Callable = place_job
+    synth_tools: Callable = tool_versions
+
+
+@dataclass
+class Placed:
+    """A placed candidate and its figures (``fits`` False: ``reason`` says why)."""
+
+    candidate: object
+    cycles: dict
+    netlist: dict
+    family_values: dict
+    fits: bool
+    reason: str | None = None
+    fmax_mhz: float | None = None
+    fmax_min: float | None = None
+
+    @property
+    def steps_per_s(self):
+        return self.fmax_mhz * 1e6 / self.cycles["adaptive_cycles"] if self.fits else None
+
+    @property
+    def dense_steps_per_s(self):
+        return self.fmax_mhz * 1e6 / self.cycles["dense_cycles"] if self.fits else None
+
+    @property
+    def generate_command(self):
+        sets = [*self.candidate.changed, *sorted(self.family_values.items())]
+        return "spartan generate engine " + " ".join(f"--set {k}={v}" for k, v in sets)
+
+
+@dataclass
+class Answer:
+    candidates: int
+    invalid: int
+    ranked: list             # [(candidate, cycles)], fewest adaptive cycles first
+    placed: list             # [Placed]
+    failures: list = field(default_factory=list)    # [(kind, label, reason)]
+
+    @property
+    def fitting(self):
+        return [p for p in self.placed if p.fits]
+
+    @property
+    def best(self):
+        return max(self.fitting, key=lambda p: p.steps_per_s, default=None)
+
+    @property
+    def dense_best(self):
+        return max(self.fitting, key=lambda p: p.dense_steps_per_s, default=None)
+
+    @property
+    def speedup(self):
+        best, dense = self.best, self.dense_best
+        return best.steps_per_s / dense.dense_steps_per_s if best and dense else None
+
+
+class Explorer:
+    """The stages of a sweep on one Dask client and one store: each returns the stored rows
+    of its jobs, computing those the store lacks."""
+
+    def __init__(self, client, store, request, kinds=JobKinds(), stream=None):
+        self.client, self.store, self.request, self.kinds = client, store, request, kinds
+        self.stream, self.failures = stream, []
+        self._synth_tools = None
+        self._trace = None
+
+    def _run(self, what, job_list):
+        rows = jobs.run(self.client, job_list, self.store, what=what, stream=self.stream,
+                        retry_failed=self.request.retry_failed)
+        for job in job_list:
+            if not rows[job.key].ok:
+                self.failures.append((what, job.label, rows[job.key].reason))
+        return {job.label: rows[job.key] for job in job_list}
+
+    def _results(self, what, pairs):
+        """``{candidate: result or None}`` of jobs ``[(candidate, Job)]``."""
+        rows = self._run(what, [job for _, job in pairs])
+        return {c: rows[job.label].result if rows[job.label].ok else None for c, job in pairs}
+
+    def synth_tools(self):
+        if self._synth_tools is None:
+            self._synth_tools = self.kinds.synth_tools()
+        return self._synth_tools
+
+    def cycles(self, cands):
+        r = self.request
+        model = {"spartan-rtl": __version__, "model": source_digest("golden", MODEL_SOURCES)}
+        keys = {c: Key.of("cycles", digest({"params": c.params, "trace": r.trace_sha256,
+                                            "threshold": r.threshold}), model) for c in cands}
+        stored = [self.store.get(k) for k in keys.values()]
+        if self._trace is None and any(row is None or not row.ok for row in stored):
+            # Sent to every worker once, not with every job; not at all if nothing is to run.
+            self._trace = self.client.scatter(r.trace, broadcast=True)
+        return self._results("cycle model", [(c, jobs.Job(
+            keys[c], self.kinds.cycles, (self._trace, c.params, r.threshold), c.label,
+            c.params)) for c in cands])
+
+    def verilog(self, cands):
+        generator = {"generator": source_digest("hw"), "amaranth": metadata.version("amaranth")}
+        return self._results("verilog", [(c, jobs.Job(
+            Key.of("verilog", digest(c.params), generator), self.kinds.verilog,
+            (dict(c.changed),), c.label, c.params)) for c in cands])
+
+    def netlists(self, cands):
+        """``{candidate: (verilog row, netlist counts) or None}``."""
+        made = self.verilog(cands)
+        ok = [c for c in cands if made[c] is not None]
+        counts = self._results("synthesis", [(c, jobs.Job(
+            Key.of("netlist", made[c]["sha256"], self.synth_tools()), self.kinds.netlist,
+            (dict(c.changed),), c.label, c.params)) for c in ok])
+        return {c: (made[c], counts[c]) if c in ok and counts[c] is not None else None
+                for c in cands}
+
+    def pick(self, ranked, count):
+        """The first ``count`` of ``ranked`` whose netlist fits the budget, synthesising in
+        rounds; at most ``SYNTH_TRIES_PER_PICK * count`` netlists. ``{candidate: netlist}``."""
+        budget, picked, tried = self.request.budget, {}, 0
+        queue = [c for c in ranked if c.dsp_floor <= budget.dsp]
+        limit = SYNTH_TRIES_PER_PICK * count
+        while len(picked) < count and queue and tried < limit:
+            size = min(count - len(picked), limit - tried)
+            batch, queue = queue[:size], queue[size:]
+            tried += size
+            for c, made in self.netlists(batch).items():
+                if made is not None and not budget.over(made[1]):
+                    picked[c] = made
+        return picked
+
+    def place(self, picked, cycles):
+        """:class:`Placed` of every picked candidate, each seed placed (and stored) alone."""
+        r, tools = self.request, {**self.synth_tools(), "freq_mhz": self.request.freq_mhz}
+        pairs = [((c, seed), jobs.Job(
+            Key.of("place", made[0]["sha256"], tools, r.device, seed), self.kinds.place,
+            (dict(c.changed), r.device, seed, r.freq_mhz), f"{c.label} seed {seed}",
+            c.params)) for c, made in picked.items() for seed in range(1, r.seeds + 1)]
+        seeds = self._results("place and route", pairs)
+        return [_placed(c, cycles[c], made, [seeds[(c, s)] for s in range(1, r.seeds + 1)])
+                for c, made in picked.items()]
+
+
+def _placed(candidate, cycles, made, seeds):
+    netlist = made[1]
+    values = netlist.get("family_values", made[0].get("family_values", {}))
+    if any(s is None for s in seeds):
+        return Placed(candidate, cycles, netlist, values, False, "place and route failed")
+    misfit = next((s for s in seeds if not s["fits"]), None)
+    if misfit is not None:
+        return Placed(candidate, cycles, netlist, values, False, misfit["reason"])
+    fmax = [s["fmax_mhz"] for s in seeds]
+    if any(f is None for f in fmax):
+        return Placed(candidate, cycles, netlist, values, False, "no Fmax reported")
+    return Placed(candidate, cycles, netlist, values, True, None, statistics.fmean(fmax),
+                  min(fmax))
+
+
+def explore(explorer, cands, invalid):
+    """The sweep: rank ``cands`` by the cycle model, synthesise and place the most promising
+    that fit (and the best dense one), and the :class:`Answer`."""
+    request = explorer.request
+    cycles = {c: r for c, r in explorer.cycles(cands).items() if r is not None}
+    ranked = sorted(cycles, key=lambda c: (cycles[c]["adaptive_cycles"],
+                                           cycles[c]["dense_cycles"], c.label))
+    picked = explorer.pick(ranked, request.synth) if request.synth else {}
+    if request.synth:
+        by_dense = sorted(cycles, key=lambda c: (cycles[c]["dense_cycles"], c.label))
+        picked.update(explorer.pick(by_dense, 1))
+    placed = explorer.place(picked, cycles)
+    return Answer(len(cands), invalid, [(c, cycles[c]) for c in ranked], placed,
+                  explorer.failures)
+
+
+# ------------------------------------------------------------------ the command line
+
+def add_parser(sub):
+    from .explore_jobs import DEFAULT_RANGES, DEVICES
+    p = sub.add_parser("explore", help="the layer-engine build that trains this trace fastest "
+                       "on an ECP5 device: cycle model, synthesis, place and route on Dask")
+    p.add_argument("trace", metavar="TRACE.npz", help="activation trace (golden/traces.py)")
+    p.add_argument("--device", required=True, choices=DEVICES, metavar="|".join(DEVICES))
+    p.add_argument("--set", action="append", metavar="NAME=V1,V2,...",
+                   help="values to sweep of an engine parameter (spartan list engine; "
+                   "repeatable; default " + "; ".join(
+                       f"{k}={','.join(map(str, v))}" for k, v in DEFAULT_RANGES.items()) + ")")
+    for resource in ("lut", "dsp", "bram"):
+        p.add_argument(f"--max-{resource}", type=int, metavar="N",
+                       help=f"{resource.upper()} budget (default: the device's)")
+    p.add_argument("--seeds", type=int, default=1, metavar="N",
+                   help="placement seeds 1..N per placed candidate (default 1)")
+    p.add_argument("--synth", type=int, default=3, metavar="N",
+                   help="candidates to synthesise and place (default 3; 0: cycle model only)")
+    p.add_argument("--threshold", type=lambda t: int(t, 0), default=0xF0,
+                   help="THRESHOLD register: a tile runs sparse iff density <= T/256 "
+                   "(default 0xf0)")
+    p.add_argument("--store", metavar="PATH", help="result store, SQLite (default "
+                   "build/explore.sqlite)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="an existing Dask "
+                   "scheduler (default: DASK_SCHEDULER_ADDRESS, else a LocalCluster here)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="LocalCluster worker processes (default: one a core)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="compute again the jobs the store holds as failed")
+    p.add_argument("--plot", metavar="OUT.png", help="also draw the Pareto fronts as a PNG")
+    p.set_defaults(func=cmd_explore)
+
+
+def _usage(message):
+    from .cli import UsageError
+    return UsageError(message)
+
+
+def parse_ranges(items):
+    """explore_jobs.DEFAULT_RANGES with each ``--set NAME=V1,V2,...`` replacing (or adding)
+    its parameter's values, each checked by the engine's parameter."""
+    from .explore_jobs import BLOCK, DEFAULT_RANGES
+    from .hw import blocks
+    block, ranges = blocks.get(BLOCK), dict(DEFAULT_RANGES)
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise _usage(f"--set must be NAME=V1,V2,..., not {item!r}")
+        try:
+            param = block.param(name.strip())
+            values = [param.parse(v.strip()) for v in text.split(",")]
+        except (ValueError, TypeError) as e:
+            raise _usage(f"--set {name.strip()}: {e}") from None
+        ranges[name.strip()] = tuple(dict.fromkeys(values))
+    return ranges
+
+
+def _check_numbers(args):
+    for option, value, least in (("--seeds", args.seeds, 1), ("--synth", args.synth, 0),
+                                 ("--workers", args.workers, 1), ("--max-lut", args.max_lut, 0),
+                                 ("--max-dsp", args.max_dsp, 0),
+                                 ("--max-bram", args.max_bram, 0)):
+        if value is not None and value < least:
+            raise _usage(f"{option} must be an integer of at least {least}, not {value}")
+    if not 0 <= args.threshold <= 255:
+        raise _usage(f"--threshold must be an integer 0..255, not {args.threshold}")
+
+
+def _check_store(path):
+    """The store's path: a new file, or an SQLite file (nothing else is overwritten)."""
+    from pathlib import Path
+
+    from .cli import check_output_file
+    from .store import DEFAULT_PATH
+    path = Path(path) if path is not None else DEFAULT_PATH
+    check_output_file(path, "--store", new_folders=True)
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as f:
+            if f.read(16) != b"SQLite format 3\0":
+                raise _usage(f"--store must be an SQLite file or a new path, not {str(path)!r}")
+    return path
+
+
+def _budget(args):
+    """The budget on ``--device``: the options, else the device's capacity."""
+    from .explore_jobs import ecp5_device, synth_flow
+    try:
+        capacity = ecp5_device(synth_flow(), args.device).capacity
+    except FileNotFoundError as e:
+        if args.synth:
+            raise _usage(f"--synth {args.synth} needs verif/flows/synth.py ({e}); --synth 0 "
+                         f"ranks by the cycle model alone") from None
+        capacity = {"lut": 0, "ff": 0, "dsp": 0, "bram": 0}
+    return Budget(lut=capacity["lut"] if args.max_lut is None else args.max_lut,
+                  ff=capacity["ff"],
+                  dsp=capacity["dsp"] if args.max_dsp is None else args.max_dsp,
+                  bram=capacity["bram"] if args.max_bram is None else args.max_bram)
+
+
+def check_request(args):
+    """Every input checked, nothing written: a :class:`Request`, the store's path and the
+    candidates; any mistake is one UsageError."""
+    import hashlib
+
+    from .cli import check_output_file, require_modules
+    from .explore_jobs import MAX_CANDIDATES, candidates
+    from .golden import traces
+    _check_numbers(args)
+    ranges = parse_ranges(args.set)
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot")
+        require_modules("spartan explore --plot", "plots", ("matplotlib",))
+    store_path = _check_store(args.store)
+    try:
+        trace = traces.load(args.trace)
+    except traces.TraceError as e:
+        raise _usage(str(e)) from None
+    with open(args.trace, "rb") as f:
+        trace_sha256 = hashlib.sha256(f.read()).hexdigest()
+    cands, invalid = candidates(ranges)
+    if not cands or len(cands) > MAX_CANDIDATES:
+        raise _usage(f"--set ranges must give 1 to {MAX_CANDIDATES} valid engine "
+                     f"configurations, not {len(cands)} ({invalid} refused)")
+    request = Request(trace, trace_sha256, args.device, _budget(args), ranges, args.seeds,
+                      args.synth, args.threshold, retry_failed=args.retry_failed)
+    return request, store_path, (cands, invalid)
+
+
+def cmd_explore(args, kinds=JobKinds()):
+    import sys
+
+    from .explore_report import format_answer, plot
+    from .store import Store
+    request, store_path, (cands, invalid) = check_request(args)
+    try:
+        with jobs.cluster(args.scheduler, n_workers=args.workers) as client, \
+                Store(store_path) as store:
+            answer = explore(Explorer(client, store, request, kinds), cands, invalid)
+    except jobs.SchedulerUnreachable as e:
+        raise _usage(str(e)) from None
+    print(format_answer(answer, request, args.trace))
+    if args.plot is not None:
+        plot(answer, args.plot, request.device)
+        print(f"plot: {args.plot}", file=sys.stderr)
+    return 0

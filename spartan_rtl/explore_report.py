@@ -1,0 +1,117 @@
+"""The answer of ``spartan explore`` as text and as a picture (docs/explore.md#the-answer):
+the ranking by the cycle model, the placed candidates with their training steps per second,
+the Pareto fronts against LUT and DSP, the best build that fits and the command that
+generates it."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["pareto", "format_answer", "plot", "TOP_RANKED"]
+
+#: Candidates of the cycle model's ranking shown.
+TOP_RANKED = 10
+
+
+def pareto(placed, cost):
+    """The members of ``placed`` (fitting :class:`~spartan_rtl.explore.Placed`) that no other
+    beats: none has at most their ``cost`` and more steps per second, or less ``cost`` and as
+    many. Cheapest first."""
+    front = []
+    for p in sorted(placed, key=lambda p: (p.netlist[cost], -p.steps_per_s)):
+        if not front or p.steps_per_s > front[-1].steps_per_s:
+            front.append(p)
+    return front
+
+
+def _ranking_lines(answer):
+    lines = [f"  {'rank':>4}  {'candidate':<44} {'step cycles':>12} {'dense':>12} "
+             f"{'speedup':>8}"]
+    for i, (c, cyc) in enumerate(answer.ranked[:TOP_RANKED], 1):
+        lines.append(f"  {i:>4}  {c.label:<44} {cyc['adaptive_cycles']:>12} "
+                     f"{cyc['dense_cycles']:>12} "
+                     f"{cyc['dense_cycles'] / cyc['adaptive_cycles']:>7.2f}x")
+    return lines
+
+
+def _placed_lines(answer):
+    fronts = {"L": pareto(answer.fitting, "lut"), "D": pareto(answer.fitting, "dsp")}
+    best = answer.best
+    lines = [f"  {'':2}{'candidate':<44} {'LUT':>6} {'FF':>6} {'BRAM':>4} {'DSP':>4} "
+             f"{'Fmax MHz':>9} {'steps/s':>8} {'dense':>8} {'front':>5}"]
+    for p in sorted(answer.placed, key=lambda p: -(p.steps_per_s or 0)):
+        n = p.netlist
+        mark = "* " if p is best else "  "
+        if not p.fits:
+            lines.append(f"  {mark}{p.candidate.label:<44} {n['lut']:>6} {n['ff']:>6} "
+                         f"{n['bram']:>4} {n['dsp']:>4}  does not fit: {p.reason}")
+            continue
+        front = "".join(k for k, members in fronts.items() if p in members) or "-"
+        lines.append(f"  {mark}{p.candidate.label:<44} {n['lut']:>6} {n['ff']:>6} "
+                     f"{n['bram']:>4} {n['dsp']:>4} {p.fmax_mhz:>9.1f} {p.steps_per_s:>8.1f} "
+                     f"{p.dense_steps_per_s:>8.1f} {front:>5}")
+    return lines
+
+
+def _verdict_lines(answer, device):
+    best, dense = answer.best, answer.dense_best
+    if best is None:
+        return [f"  no placed candidate fits {device} within the budget"]
+    return [f"  best that fits {device}: {best.candidate.label}: {best.steps_per_s:.1f} "
+            f"training steps/s ({best.fmax_mhz:.1f} MHz mean over the seeds, "
+            f"{best.cycles['adaptive_cycles']} cycles a step)",
+            f"  speedup over the best dense-only build that fits: {answer.speedup:.2f}x "
+            f"(dense-only: {dense.candidate.label} forced dense, MODE 1: "
+            f"{dense.dense_steps_per_s:.1f} steps/s, {dense.cycles['dense_cycles']} cycles "
+            f"from the model at its measured Fmax)",
+            f"  generate it: {best.generate_command}"]
+
+
+def format_answer(answer, request, trace_name):
+    r = request
+    lines = [f"explore: {trace_name} on {r.device}: {answer.candidates} candidates "
+             f"({answer.invalid} parameter combinations the engine refuses left out); budget "
+             f"LUT {r.budget.lut}, DSP {r.budget.dsp}, BRAM {r.budget.bram}",
+             "  ranked by the engine's cycle model on the trace: one whole training step "
+             f"(forward, dgrad, wgrad), each tile sparse iff its density <= "
+             f"{r.threshold}/256", *_ranking_lines(answer), ""]
+    if answer.placed:
+        lines += [f"placed on {r.device} (speed 6), seeds 1..{r.seeds}, {r.freq_mhz:g} MHz "
+                  f"target; steps/s = Fmax / cycles a step; *: best that fits; front: on "
+                  f"the Pareto front of steps/s against LUT (L) and DSP (D)",
+                  *_placed_lines(answer), *_verdict_lines(answer, r.device)]
+    elif r.synth:
+        lines.append(f"  no candidate's netlist fits the budget on {r.device}")
+    for kind, label, reason in answer.failures:
+        lines.append(f"  failed: {kind} of {label}: {reason}")
+    return "\n".join(lines)
+
+
+def plot(answer, path, device):
+    """Steps per second against LUT and against DSP of the placed candidates that fit, the
+    Pareto fronts drawn, the best marked; a PNG at ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fitting, best = answer.fitting, answer.best
+    for ax, cost, name in ((axes[0], "lut", "LUT"), (axes[1], "dsp", "DSP")):
+        ax.scatter([p.netlist[cost] for p in fitting], [p.steps_per_s for p in fitting],
+                   color="tab:blue", label="placed, fits")
+        front = pareto(fitting, cost)
+        ax.step([p.netlist[cost] for p in front], [p.steps_per_s for p in front],
+                where="post", color="tab:orange", label="Pareto front")
+        if best is not None:
+            ax.scatter([best.netlist[cost]], [best.steps_per_s], marker="*", s=250,
+                       color="tab:red", label=f"best: {best.candidate.label}", zorder=3)
+        ax.set_xlabel(name)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("training steps / s")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"spartan explore on {device}", fontsize=10)
+    fig.tight_layout()
+    # Whole or not at all: a sweep stopped while drawing leaves no half picture behind.
+    staged = f"{path}.partial"
+    fig.savefig(staged, dpi=100, format="png")
+    plt.close(fig)
+    os.replace(staged, path)

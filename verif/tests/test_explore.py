@@ -1,0 +1,290 @@
+"""``spartan explore`` (issue 25): the result store's keys, the Dask executor's faults on a
+LocalCluster of 2 workers (a worker killed mid-job, a failing job, a rerun from the store, an
+unreachable scheduler) with cheap fake jobs, and the sweep's ranking and choice with synthesis
+and placement replaced by stubs. No Yosys, no nextpnr: seconds, beside the cluster's start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+
+from spartan_rtl import cli, jobs  # noqa: E402
+from spartan_rtl.explore import Explorer, JobKinds, Request, explore  # noqa: E402
+from spartan_rtl.explore_jobs import Budget, candidates  # noqa: E402
+from spartan_rtl.golden import estimate, traces  # noqa: E402
+from spartan_rtl.golden.engine_timing import EngineTiming  # noqa: E402
+from spartan_rtl.hw import blocks  # noqa: E402
+from spartan_rtl.store import Key, Store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = ROOT / "data" / "traces" / "digits_cnn_epoch15.npz"
+
+
+# ------------------------------------------------------------------ fake jobs (on the workers)
+
+def note_attempt(folder, name):
+    """Leave a file per run of a job: how many times it ran, and in which process (named so
+    that they sort in the order they were made)."""
+    path = Path(folder) / f"{name}.{time.time_ns():020d}.{os.getpid()}"
+    path.write_text(str(os.getpid()))
+
+
+def attempts(folder, name):
+    return sorted(Path(folder).glob(f"{name}.*"))
+
+
+def double_job(folder, name, value):
+    note_attempt(folder, name)
+    return {"double": 2 * value}
+
+
+def stall_first_job(folder, name, value):
+    """The first run waits to be killed; a later one answers."""
+    first = not attempts(folder, name)
+    note_attempt(folder, name)
+    if first:
+        time.sleep(120)
+    return {"double": 2 * value}
+
+
+def failing_job(folder, name, value):
+    note_attempt(folder, name)
+    raise RuntimeError(f"tool failed on {value}\nsecond line of the log")
+
+
+def fake_verilog(changed):
+    return {"sha256": "v-" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())),
+            "family_values": {"multiplier": "ecp5"}}
+
+
+def fake_netlist(changed):
+    """LUTs grow with the resident chunk; a DSP a multiplier."""
+    return {"lut": 10 * changed["k"] * changed["n"], "ff": 100, "bram": 1,
+            "dsp": changed["n_par"], "harness_ffs": 0, "family_values": {"multiplier": "ecp5"}}
+
+
+def fake_place(changed, device, seed, freq):
+    return {"fits": True, "reason": None, "fmax_mhz": fake_fmax(changed, seed)}
+
+
+def fake_fmax(changed, seed):
+    return 150.0 - changed["k"] / 4 - seed
+
+
+def fake_tools():
+    return {"yosys": "fake"}
+
+
+# ------------------------------------------------------------------ fixtures
+
+@pytest.fixture(scope="module")
+def client():
+    with jobs.cluster(n_workers=2, dashboard=False) as c:
+        yield c
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "results.sqlite") as s:
+        yield s
+
+
+def fake(kind, name, value, folder, function=double_job):
+    return jobs.Job(Key.of(kind, f"design-{name}", {"tool": "1"}), function,
+                    (str(folder), name, value), name, {"value": value})
+
+
+# ------------------------------------------------------------------ the store
+
+def test_store_keys_separate_every_part(tmp_path):
+    base = dict(kind="place", design="abc", tools={"yosys": "1", "nextpnr": "2"},
+                device="LFE5U-25F", seed=1)
+    variants = [dict(base, kind="netlist"), dict(base, design="abd"),
+                dict(base, tools={"yosys": "1", "nextpnr": "3"}),
+                dict(base, device="LFE5U-45F"), dict(base, seed=2)]
+    with Store(tmp_path / "s.sqlite") as s:
+        assert s.put(Key.of(**base), result={"fmax_mhz": 1.0})
+        for i, v in enumerate(variants):
+            assert s.get(Key.of(**v)) is None
+            assert s.put(Key.of(**v), result={"fmax_mhz": float(i + 2)})
+        # Tool versions are a mapping: their order does not make another key.
+        same = Key.of(**dict(base, tools={"nextpnr": "2", "yosys": "1"}))
+        assert not s.put(same, result={"fmax_mhz": 99.0})
+        assert s.get(same).result == {"fmax_mhz": 1.0}
+        assert s.count() == 1 + len(variants)
+    with Store(tmp_path / "s.sqlite") as again:    # kept on disk
+        assert again.get(Key.of(**base)).result == {"fmax_mhz": 1.0}
+
+
+def test_store_keeps_failures_with_their_reason(tmp_path):
+    key = Key.of("netlist", "abc", {"yosys": "1"})
+    with Store(tmp_path / "s.sqlite") as s:
+        s.put(key, reason="yosys failed", params={"lanes": 8})
+        row = s.get(key)
+        assert (row.ok, row.reason, row.result, row.params) == \
+            (False, "yosys failed", None, {"lanes": 8})
+        assert s.forget_failed(key) and s.get(key) is None
+        s.put(key, result={"lut": 5})
+        assert not s.forget_failed(key) and s.get(key).ok
+
+
+# ------------------------------------------------------------------ the executor's faults
+
+def kill_when_started(folder, name, killed):
+    """Kill (SIGKILL) the worker process running the first attempt of job ``name``."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not attempts(folder, name):
+        time.sleep(0.05)
+    found = attempts(folder, name)
+    if found:
+        pid = int(found[0].read_text())
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+
+def test_a_worker_killed_mid_job_is_retried_and_stored_once(client, store, tmp_path):
+    killed = []
+    killer = threading.Thread(target=kill_when_started, args=(tmp_path, "victim", killed))
+    killer.start()
+    job = fake("fake", "victim", 21, tmp_path, stall_first_job)
+    rows = jobs.run(client, [job, fake("fake", "bystander", 1, tmp_path)], store)
+    killer.join()
+    assert killed, "the job never started"
+    runs = attempts(tmp_path, "victim")
+    assert len(runs) == 2 and int(runs[1].read_text()) != killed[0]
+    assert rows[job.key].ok and rows[job.key].result == {"double": 42}
+    assert store.count("fake") == 2
+    jobs.run(client, [job], store)    # from the store: not run a third time
+    assert len(attempts(tmp_path, "victim")) == 2
+
+
+def test_a_failing_job_is_recorded_and_the_sweep_goes_on(client, store, tmp_path):
+    sweep = [fake("fake", "a", 1, tmp_path), fake("fake", "bad", 2, tmp_path, failing_job),
+             fake("fake", "b", 3, tmp_path)]
+    rows = jobs.run(client, sweep, store)
+    assert [rows[j.key].ok for j in sweep] == [True, False, True]
+    assert rows[sweep[1].key].reason == "RuntimeError: tool failed on 2"
+    assert rows[sweep[2].key].result == {"double": 6}
+    jobs.run(client, sweep, store)    # a stored failure is not run again ...
+    assert len(attempts(tmp_path, "bad")) == 1
+    jobs.run(client, sweep, store, retry_failed=True)    # ... unless asked
+    assert len(attempts(tmp_path, "bad")) == 2 and len(attempts(tmp_path, "a")) == 1
+
+
+def test_a_second_run_returns_from_the_store(client, tmp_path):
+    sweep = [fake("fake", f"job{i}", i, tmp_path) for i in range(6)]
+    with Store(tmp_path / "s.sqlite") as s:
+        first = jobs.run(client, sweep, s)
+    with Store(tmp_path / "s.sqlite") as s:
+        second = jobs.run(client, sweep, s)
+    assert {k: r.result for k, r in first.items()} == {k: r.result for k, r in second.items()}
+    assert [second[j.key].result["double"] for j in sweep] == [0, 2, 4, 6, 8, 10]
+    assert all(len(attempts(tmp_path, f"job{i}")) == 1 for i in range(6))
+
+
+def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys):
+    store = tmp_path / "never.sqlite"
+    started = time.monotonic()
+    rc = cli.main(["explore", str(TRACE), "--device", "LFE5U-25F", "--synth", "0",
+                   "--scheduler", "tcp://127.0.0.1:1", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and "tcp://127.0.0.1:1" in err and "does not answer" in err
+    assert not store.exists() and list(tmp_path.iterdir()) == []
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--device", "LFE5U-12F"], "--device"),
+    (["--device", "LFE5U-25F", "--set", "lanes=8,3"], "lanes"),
+    (["--device", "LFE5U-25F", "--set", "colour=1"], "colour"),
+    (["--device", "LFE5U-25F", "--set", "lanes"], "--set"),
+    (["--device", "LFE5U-25F", "--seeds", "0"], "--seeds"),
+    (["--device", "LFE5U-25F", "--set", "lanes=64", "--set", "n=16"], "--set"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, names, tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    rc = cli.main(["explore", str(TRACE), *argv, "--store", str(store)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and names in err
+    assert not store.exists()
+
+
+def test_a_store_that_is_no_sqlite_file_is_refused(tmp_path, capsys):
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes\n")
+    rc = cli.main(["explore", str(TRACE), "--device", "LFE5U-25F", "--store", str(other)])
+    assert rc == 2 and "--store" in capsys.readouterr().err
+    assert other.read_text() == "my notes\n"
+
+
+# ------------------------------------------------------------------ the sweep, synthesis stubbed
+
+def tiny_trace(path):
+    rng = np.random.default_rng(7)
+
+    def sparse(shape, density):
+        return (rng.random(shape) < density) * rng.integers(1, 5, shape)
+
+    traces.save(path, [("c1", sparse((48, 9), 0.9), (8, 1, 3, 3), sparse((48, 8), 0.4)),
+                       ("c2", sparse((40, 72), 0.3), (16, 8, 3, 3), sparse((40, 16), 0.2))])
+    return traces.load(path)
+
+
+RANGES = {"lanes": (8,), "k": (16, 32, 64), "n": (8, 16), "n_par": (8,), "acc_rows": (8, 32)}
+STUBS = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=fake_place,
+                 synth_tools=fake_tools)
+
+
+def model_cycles(trace, params, dense=False):
+    layers = estimate.engine_trace(trace, EngineTiming.of(params), 0xF0)
+    return estimate.engine_totals(layers)["dense_cycles" if dense else "adaptive_cycles"]
+
+
+def test_candidates_are_ranked_by_the_cycle_model_and_the_fitting_ones_placed(
+        client, store, tmp_path):
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    assert len(cands) == 12 and invalid == 0
+    max_lut = 10 * 32 * 8    # k*n <= 256 fits: k=16 (both n), k=32 n=8
+    request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=max_lut, ff=10**6, dsp=28,
+                                                         bram=56), RANGES, seeds=2, synth=2)
+    answer = explore(Explorer(client, store, request, STUBS), cands, invalid)
+    cycles = {c: model_cycles(trace, c.params) for c in cands}
+    assert [cycles[c] for c, _ in answer.ranked] == sorted(cycles.values())
+    fitting = [c for c, _ in answer.ranked if c.params["k"] * c.params["n"] <= 256]
+    dense_best = min((c for c in cands if c.params["k"] * c.params["n"] <= 256),
+                     key=lambda c: model_cycles(trace, c.params, dense=True))
+    assert {p.candidate for p in answer.placed} == {*fitting[:2], dense_best}
+
+    def steps(c, dense=False):
+        fmax = (fake_fmax(c.params, 1) + fake_fmax(c.params, 2)) / 2
+        return fmax * 1e6 / model_cycles(trace, c.params, dense)
+
+    placed = [p.candidate for p in answer.placed]
+    best = max(placed, key=steps)
+    assert answer.best.candidate == best
+    assert answer.best.steps_per_s == pytest.approx(steps(best))
+    dense = max(placed, key=lambda c: steps(c, dense=True))
+    assert answer.speedup == pytest.approx(steps(best) / steps(dense, dense=True))
+
+
+def test_the_generate_command_builds_the_best_configuration(client, store, tmp_path):
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=10**6, ff=10**6, dsp=28,
+                                                         bram=56), RANGES, synth=1)
+    answer = explore(Explorer(client, store, request, STUBS), cands, invalid)
+    words = answer.best.generate_command.split()
+    assert words[:3] == ["spartan", "generate", "engine"]
+    sets = dict(w.split("=") for w in words[4::2])
+    params = cli.block_values(blocks.get("engine"), None, [f"{k}={v}" for k, v in sets.items()])
+    assert params == {**answer.best.candidate.params, "multiplier": "ecp5"}
