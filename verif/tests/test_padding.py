@@ -230,7 +230,9 @@ TESTBENCHES = {
     "compactor": ("spartan_rtl.tb.tb_compactor", None),
     "expander": ("spartan_rtl.tb.tb_expander", None),
     "gemm": ("spartan_rtl.tb.tb_gemm", ["random_traffic", "edge_tiles"]),
-    "core": ("spartan_rtl.tb.tb_core", ["adaptive_passes", "malformed_tile"]),
+    # The register tests too: the odd widths reach the CONFIG_* registers (acc_width 13...).
+    "core": ("spartan_rtl.tb.tb_core", ["adaptive_passes", "malformed_tile", "registers",
+                                        "every_register_written"]),
 }
 
 
