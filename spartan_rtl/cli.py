@@ -4,8 +4,8 @@ Errors in what the user typed print one line on stderr and exit with status 2; n
 written. Anything else that goes wrong is a bug: one line saying so, exit status 70, and the
 traceback with ``--debug`` (anywhere on the line). ``sim``, ``waves``, ``fusesoc-library``
 and ``explore`` add their own parsers (spartan_rtl/sim.py, spartan_rtl/waves.py,
-spartan_rtl/fusesoc_library.py, spartan_rtl/explore.py); ``bench`` and ``estimate`` are parsed here. Each command's work
-is done in the modules it imports on use.
+spartan_rtl/fusesoc_library.py, spartan_rtl/explore.py); ``bench`` and ``estimate`` are
+parsed here. Each command's work is done in the modules it imports on use.
 """
 
 from __future__ import annotations
