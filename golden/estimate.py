@@ -815,7 +815,8 @@ def engine_gemm(name, form, nnz, shape, t, threshold, *, measured=True):
     """One GEMM (``form`` a key of :data:`ENGINE_FORMS`) from its streamed operand's nonzeros
     per row and inner chunk (``nnz``, ``(Mo, ceil(Ki/k))``) and the descriptor's ``shape``
     ``(M, K, N)``: dense and adaptive."""
-    from .engine_timing import dims as engine_dims, layer_cycles_nnz
+    from .engine_timing import dims as engine_dims
+    from .engine_timing import layer_cycles_nnz
     op, operand_name = ENGINE_FORMS[form]
     M, K, N = shape
     mo, ki, no = engine_dims(op, M, K, N)

@@ -82,8 +82,17 @@ from amaranth.lib.wiring import In, Out
 
 from . import params as P
 from .block import Block
-from .elements import (beat_layout, delayed, fast_prefix_sums, is_nonzero, lanes_layout,
-                       popcount, prefix_sums, select_onehot, staged_prefix_sums)
+from .elements import (
+    beat_layout,
+    delayed,
+    fast_prefix_sums,
+    is_nonzero,
+    lanes_layout,
+    popcount,
+    prefix_sums,
+    select_onehot,
+    staged_prefix_sums,
+)
 
 __all__ = ["Compactor", "BLOCK", "input_layout", "GRANT_DEPTH", "data_depth", "pipeline",
            "Pipeline", "prefix_sums", "fast_prefix_sums", "popcount", "check_cols"]

@@ -42,16 +42,21 @@ from amaranth.lib.wiring import In, Out
 
 from . import ecp5
 from . import params as P
-from . import registers
-from .axil import (AxiLiteRegisters, Field, Register, RegisterMap, Window, axil_members,
-                   forward_ports)
+from .axil import (
+    AxiLiteRegisters,
+    Field,
+    Register,
+    RegisterMap,
+    Window,
+    axil_members,
+    forward_ports,
+)
 from .block import Block
 from .compactor import MAX_COLS, Compactor
 from .elements import beat_layout, delayed, is_nonzero, popcount, tree_sum
 from .gemm import PARAMS as GEMM_PARAMS
-from .gemm import SparseGemm
+from .gemm import SparseGemm, sim_models
 from .gemm import check_params as check_gemm_params
-from .gemm import sim_models
 from .monitor import SparsityMonitor, stats_layout
 
 __all__ = ["SpartanCore", "BLOCK", "ID_VALUE", "register_map", "MODES",

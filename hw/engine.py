@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import fifo, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from . import core
 from . import params as P
@@ -31,8 +31,17 @@ from .axil import AxiLiteRegisters, axil_members, forward_ports
 from .block import Block
 from .elements import beat_layout, log2
 from .engine_buffers import Accumulator, Transposer, acc_cmd_layout, transpose_cmd_layout
-from .engine_dma import (ADDR_WIDTH, DEST_A, DEST_B, DEST_T, BlockReader, ResultWriter,
-                         axi_master_members, read_cmd_layout, write_cmd_layout)
+from .engine_dma import (
+    ADDR_WIDTH,
+    DEST_A,
+    DEST_B,
+    DEST_T,
+    BlockReader,
+    ResultWriter,
+    axi_master_members,
+    read_cmd_layout,
+    write_cmd_layout,
+)
 from .engine_regs import ENGINE_COUNTERS, ERR_CODES, ID_VALUE, MAX_DIM, OPS, register_map
 
 __all__ = ["SpartanEngine", "BLOCK"]

@@ -9,7 +9,7 @@ it. A row's words go out as INCR bursts of at most ``max_burst`` beats that neve
 the block the AR side walked, a few blocks behind at most.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -15,9 +15,10 @@ import errno
 import os
 import stat
 import sys
-import tomllib
 import traceback
 from pathlib import Path
+
+import tomllib
 
 from . import __version__
 from .hw import blocks
@@ -238,6 +239,7 @@ def write_output_file(path, text, option):
 
 def cmd_bench(args):
     import json
+
     from spartan_rtl import bench
     for name in args.names:
         if name not in bench.BENCHES:
@@ -331,6 +333,7 @@ def cmd_estimate(args):
     each in turn with its own header and tables, then a summary; their JSON is a list of the
     one-trace documents."""
     import json
+
     from spartan_rtl.golden import estimate
     from spartan_rtl.golden.engine_timing import EngineTiming
     from spartan_rtl.golden.gemm import GemmTiming

@@ -27,8 +27,16 @@ from importlib import metadata
 from typing import Callable
 
 from . import __version__, jobs
-from .explore_jobs import (SYNTH_TRIES_PER_PICK, Budget, cycles_job, netlist_job, place_job,
-                           source_digest, tool_versions, verilog_job)
+from .explore_jobs import (
+    SYNTH_TRIES_PER_PICK,
+    Budget,
+    cycles_job,
+    netlist_job,
+    place_job,
+    source_digest,
+    tool_versions,
+    verilog_job,
+)
 from .store import Key, digest
 
 __all__ = ["Request", "JobKinds", "Placed", "Answer", "Explorer", "explore"]

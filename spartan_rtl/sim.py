@@ -122,8 +122,8 @@ def add_parser(sub):
 
 
 def cmd_sim(args):
-    from spartan_rtl.hw import blocks, emit
     from spartan_rtl.cli import UsageError, _as_usage, block_values
+    from spartan_rtl.hw import blocks, emit
 
     from . import runner, toolchain
 

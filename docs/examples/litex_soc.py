@@ -16,13 +16,13 @@ import json
 import sys
 from pathlib import Path
 
-from migen import ClockSignal, Instance, ResetSignal
 from litex.build.generic_platform import GenericPlatform, Pins, Subsignal
 from litex.build.io import CRG
 from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCMini
 from litex.soc.interconnect import wishbone
 from litex.soc.interconnect.axi import AXILiteInterface, Wishbone2AXILite
+from migen import ClockSignal, Instance, ResetSignal
 
 #: Where the core's register map (0x0000-0x11FF) appears on the SoC bus: aligned to the
 #: region's size, as LiteX's decoder needs.

@@ -92,15 +92,15 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Shape, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq, Assert, Assume, Cover
 from amaranth.hdl._ir import Fragment
 from amaranth.hdl._mem import MemoryInstance
-from amaranth.utils import ceil_log2
 from amaranth.lib import data, stream, wiring
+from amaranth.utils import ceil_log2
 
 from spartan_rtl.hw.elements import log2
 

@@ -1058,8 +1058,8 @@ def _positive(name):
 
 
 def main(argv=None):
-    from spartan_rtl.hw import blocks
     from spartan_rtl.cli import UsageError, parse_sets
+    from spartan_rtl.hw import blocks
     parser = _Parser(prog="python -m verif.flows.synth", description=__doc__.splitlines()[0])
     parser.add_argument("blocks", nargs="*", metavar="BLOCK", help="default: every block")
     parser.add_argument("--families", default=f"ice40,ecp5,{ASIC}",

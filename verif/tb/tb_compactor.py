@@ -21,7 +21,6 @@ from spartan_rtl.golden.formats import is_zero, pack_beat, random_elements
 from spartan_rtl.tb.axis import Beat, Bench, check_sequence, read_int, test_args
 from spartan_rtl.tb.profile import Profile, Waiver
 
-
 # --- tiles -----------------------------------------------------------------------------------
 
 def nonzero_values(np_rng, shape, width, number_format):

@@ -14,16 +14,16 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spartan_rtl.golden.compactor import canonical
+from spartan_rtl.golden.formats import pack_beat
 from spartan_rtl.hw.block import Block
 from spartan_rtl.hw.compactor import PARAMS, Compactor, check_cols, input_layout
 from spartan_rtl.hw.elements import beat_layout
 from spartan_rtl.hw.expander import DATA_LATENCY, MASK_LATENCY, Expander
-from spartan_rtl.golden.compactor import canonical
-from spartan_rtl.golden.formats import pack_beat
-from spartan_rtl.tb.axis import Beat, check_sequence
-from spartan_rtl.tb.tb_compactor import ErrorCounter, ZvcTB, tile_beats
 from spartan_rtl.tb import tb_compactor, tb_expander
+from spartan_rtl.tb.axis import Beat, check_sequence
 from spartan_rtl.tb.profile import Profile
+from spartan_rtl.tb.tb_compactor import ErrorCounter, ZvcTB, tile_beats
 
 
 class RoundTrip(wiring.Component):

@@ -12,14 +12,28 @@ against what the ports show (``BUSY_CYCLES`` exactly, ``CYCLES`` within the bus 
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
-from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, AxiStreamFrame,
-                           AxiStreamSink, AxiStreamSource)
+from cocotbext.axi import (
+    AxiLiteBus,
+    AxiLiteMaster,
+    AxiResp,
+    AxiStreamBus,
+    AxiStreamFrame,
+    AxiStreamSink,
+    AxiStreamSource,
+)
 
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.tb import tb_gemm
-from spartan_rtl.tb.axis import (Bench, manifest, pack_bytes, pauses, read_int, test_args,
-                                 unpack_bytes)
+from spartan_rtl.tb.axis import (
+    Bench,
+    manifest,
+    pack_bytes,
+    pauses,
+    read_int,
+    test_args,
+    unpack_bytes,
+)
 from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 
 COUNTERS = ("CYCLES", "BUSY_CYCLES", "STALL_CYCLES") + EVENT_COUNTERS

@@ -15,8 +15,15 @@ from cocotb.triggers import FallingEdge
 from spartan_rtl.golden.compactor import encode_stream, expand_stream
 from spartan_rtl.tb.axis import Beat, check_sequence, test_args
 from spartan_rtl.tb.profile import Profile, Waiver
-from spartan_rtl.tb.tb_compactor import (ErrorCounter, ZvcTB, mid_packet, quiet_after_reset,
-                                         reset_traffic, reset_when, tile_beats)
+from spartan_rtl.tb.tb_compactor import (
+    ErrorCounter,
+    ZvcTB,
+    mid_packet,
+    quiet_after_reset,
+    reset_traffic,
+    reset_when,
+    tile_beats,
+)
 
 
 class ExpanderTB(ZvcTB):

@@ -12,7 +12,15 @@ from cocotb.triggers import FallingEdge, ReadOnly
 
 from spartan_rtl.golden.formats import pack_beat, random_elements
 from spartan_rtl.golden.monitor import tile_stats
-from spartan_rtl.tb.axis import Beat, Bench, check_sequence, decode, read_int, stream_fields, test_args
+from spartan_rtl.tb.axis import (
+    Beat,
+    Bench,
+    check_sequence,
+    decode,
+    read_int,
+    stream_fields,
+    test_args,
+)
 from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from spartan_rtl import runner, toolchain
-from spartan_rtl.hw import registers
 from spartan_rtl.hw.emit import generate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,13 +8,18 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from spartan_rtl.golden.compactor import (compressed_bits, compression_ratio, decode_tile, encode_stream,
-                              encode_tile)
+from spartan_rtl import runner
+from spartan_rtl.golden.compactor import (
+    compressed_bits,
+    compression_ratio,
+    decode_tile,
+    encode_stream,
+    encode_tile,
+)
 from spartan_rtl.golden.formats import pack_beat, random_elements, unpack_beat
 from spartan_rtl.hw import blocks
 from spartan_rtl.hw.compactor import BLOCK, Compactor
 from spartan_rtl.tb.tb_compactor_roundtrip import ROUNDTRIP_BLOCK
-from spartan_rtl import runner
 from verif.tests.amsim import get_stream, put_stream
 
 # lanes {1,2,8,16} x width {8,16,32} x cols {lanes, 2*lanes, 64, 256} x both formats, covered

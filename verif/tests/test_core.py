@@ -4,9 +4,9 @@ verif/tests/test_registers.py, the C driver in verif/tests/test_driver.py."""
 
 import pytest
 
+from spartan_rtl import runner
 from spartan_rtl.golden.core import CoreModel
 from spartan_rtl.hw.core import SpartanCore
-from spartan_rtl import runner
 
 CONFIGS = [
     dict(),  # the defaults: lanes 8, width 8, k = n = 64, k_par 4, n_par 16, table_depth 64

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from verif.flows import coverage
 from spartan_rtl import runner
+from verif.flows import coverage
 
 VERILOG = """module m(clk, a, y);
   input clk;

@@ -19,7 +19,7 @@ import pytest
 
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import random_elements
-from spartan_rtl.hw.core import BLOCK, SpartanCore
+from spartan_rtl.hw.core import BLOCK
 from verif.tests.c_driver import DriverScript, build_harness, check_two_renamed_drivers
 
 HARNESS = Path(__file__).with_name("driver_harness.cpp")

@@ -22,7 +22,7 @@ import pytest
 from spartan_rtl.golden.core import EVENT_COUNTERS
 from spartan_rtl.golden.engine import EngineModel, dims, layer, result_shape
 from spartan_rtl.golden.formats import random_elements
-from spartan_rtl.hw.engine import BLOCK, SpartanEngine
+from spartan_rtl.hw.engine import BLOCK
 from verif.tests.c_driver import DriverScript, build_harness, check_two_renamed_drivers
 
 HARNESS = Path(__file__).with_name("engine_driver_harness.cpp")

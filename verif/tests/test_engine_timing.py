@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spartan_rtl import runner
 from spartan_rtl.golden import engine as golden
 from spartan_rtl.golden import engine_timing as et
 from spartan_rtl.golden import estimate as est

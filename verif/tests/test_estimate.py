@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spartan_rtl import runner
 from spartan_rtl.golden import estimate as est
 from spartan_rtl.golden import traces
 from spartan_rtl.golden.gemm import compute_bound_cycles, is_compute_bound, simulate
-from spartan_rtl import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_FILES = sorted((ROOT / "data" / "traces").glob("*.npz"))
@@ -424,6 +424,7 @@ def test_bench_run_json_and_report_rules(tmp_path, monkeypatch):
     """``spartan bench``: figures printed and written to JSON, nothing else; docs/results.md is
     rendered from that JSON by the developer flow (verif/flows/results.py)."""
     import types
+
     from spartan_rtl import bench
     from verif.flows import results as results_page
     fake = types.ModuleType("fake_bench")

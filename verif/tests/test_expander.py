@@ -8,13 +8,19 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from spartan_rtl import runner
 from spartan_rtl.golden.compactor import encode_stream, expand_stream
 from spartan_rtl.golden.formats import pack_beat, unpack_beat
 from spartan_rtl.hw.expander import BLOCK, Expander
-from spartan_rtl import runner
 from verif.tests.amsim import get_stream, put_stream
-from verif.tests.test_compactor import (AMSIM_CONFIGS, BAD_PARAMETERS, CONFIGS, config_id, dense_stream,
-                                  run_with_deadline)
+from verif.tests.test_compactor import (
+    AMSIM_CONFIGS,
+    BAD_PARAMETERS,
+    CONFIGS,
+    config_id,
+    dense_stream,
+    run_with_deadline,
+)
 
 
 @pytest.mark.parametrize("kwargs, error, message", BAD_PARAMETERS)

@@ -21,22 +21,35 @@ import pytest
 from hypothesis import assume, event, given, note, settings
 from hypothesis import strategies as st
 
+from spartan_rtl import cli
 from spartan_rtl.golden.compactor import encode_stream, encode_tile, expand_stream
 from spartan_rtl.golden.core import EVENT_COUNTERS, CoreModel
 from spartan_rtl.golden.formats import pack_beat, random_elements, unpack_beat
 from spartan_rtl.golden.gemm import GemmTiming, gemm, row_passes
 from spartan_rtl.golden.monitor import tile_stats
-from spartan_rtl import cli
 from spartan_rtl.hw import blocks
 from spartan_rtl.hw.compactor import Compactor
 from spartan_rtl.hw.core import SpartanCore
 from spartan_rtl.hw.expander import Expander
 from spartan_rtl.hw.gemm import SparseGemm
 from spartan_rtl.hw.monitor import SparsityMonitor
-from verif.tests.fuzz import (VALID_PARAMS, count_pulses, declared_range, densities, examples,
-                        expected_error, in_declared_range, invalid_value, powers_of_two, rates,
-                        receive, rngs, run, seeds, send)
-
+from verif.tests.fuzz import (
+    VALID_PARAMS,
+    count_pulses,
+    declared_range,
+    densities,
+    examples,
+    expected_error,
+    in_declared_range,
+    invalid_value,
+    powers_of_two,
+    rates,
+    receive,
+    rngs,
+    run,
+    seeds,
+    send,
+)
 
 BLOCK_NAMES = list(blocks.BLOCKS)
 

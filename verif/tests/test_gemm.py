@@ -6,12 +6,18 @@ import random
 import numpy as np
 import pytest
 
+from spartan_rtl import runner
 from spartan_rtl.golden.compactor import encode_tile
 from spartan_rtl.golden.formats import from_signed, random_elements, to_signed, unpack_beat
-from spartan_rtl.golden.gemm import (GemmTiming, compute_bound_cycles, gemm, is_compute_bound, row_passes,
-                         simulate)
+from spartan_rtl.golden.gemm import (
+    GemmTiming,
+    compute_bound_cycles,
+    gemm,
+    is_compute_bound,
+    row_passes,
+    simulate,
+)
 from spartan_rtl.hw.gemm import BLOCK, SparseGemm
-from spartan_rtl import runner
 from verif.tests.amsim import put_stream
 from verif.tests.amsim import simulate as am_simulate
 
@@ -280,6 +286,7 @@ def test_wide_selects_elaborate_at_any_k():
     k >= 320 in the replicated datapath), and the broadcast GEMM at k = 1024 elaborates."""
     from amaranth.back import rtlil
     from amaranth.hdl import Module, Signal
+
     from spartan_rtl.hw.elements import select_onehot
     from spartan_rtl.hw.emit import elaborate
 

@@ -6,13 +6,19 @@ import random
 
 import numpy as np
 import pytest
-
-from spartan_rtl.golden.formats import to_signed
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from spartan_rtl.hw.gemm_broadcast import (ISSUE_TO_PUSH, MacArray, OutputQueue, RowLoader,
-                                           Scheduler, WeightBuffer, lowest_set_bit)
+from spartan_rtl.golden.formats import to_signed
+from spartan_rtl.hw.gemm_broadcast import (
+    ISSUE_TO_PUSH,
+    MacArray,
+    OutputQueue,
+    RowLoader,
+    Scheduler,
+    WeightBuffer,
+    lowest_set_bit,
+)
 from verif.tests.amsim import get_stream, put_stream, simulate
 
 

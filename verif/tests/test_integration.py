@@ -16,12 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from amaranth.sim import Simulator
 
 from spartan_rtl.golden.compactor import encode_stream
 from spartan_rtl.golden.formats import pack_beat, random_elements
 from spartan_rtl.golden.monitor import tile_stats
-from amaranth.sim import Simulator
-
 from verif.tests.amsim import get_stream, put_stream
 from verif.tests.test_compactor import run_with_deadline
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from amaranth.hdl import Shape
 
+from spartan_rtl import runner
 from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.golden.monitor import TileStats, tile_stats
 from spartan_rtl.hw.monitor import BLOCK, SparsityMonitor
-from spartan_rtl import runner
 from verif.tests.amsim import get_stream, put_stream, simulate
 
 # lanes {1,4,8,16} x width {8,16,32} x both formats, covered pairwise rather than in full.

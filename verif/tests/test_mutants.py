@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from verif.flows import mutants
 from spartan_rtl import toolchain
+from verif.flows import mutants
 
 #: A hand-written module in the style of Yosys' write_verilog: a counter with an enable, a
 #: memory write, a handshake output and a comparison.

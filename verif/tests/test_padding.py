@@ -26,9 +26,9 @@ from amaranth.hdl import Elaboratable, Module, Shape
 from amaranth.lib.wiring import In
 
 from spartan_rtl import runner
-from verif.flows.lint import lint
 from spartan_rtl.hw import blocks, emit
 from spartan_rtl.hw.axis import AxisTop, stream_fields
+from verif.flows.lint import lint
 from verif.tests.amsim import simulate
 
 

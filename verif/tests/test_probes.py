@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from spartan_rtl import bench, runner, waves
-from spartan_rtl.golden import estimate, traces
+from spartan_rtl.golden import estimate
 from verif.tests.test_cli import _toml_text, assert_usage_error, config_cases, run_cli, snapshot
 from verif.tests.test_waves import small_vcd
 

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
+from spartan_rtl import toolchain
 from spartan_rtl.hw import blocks, emit
 from verif.flows import synth
-from spartan_rtl import toolchain
 
 # Trimmed from real YoWASP runs (yosys 0.70 ``stat -json``, nextpnr 0.11 ``--report``/log).
 STAT_ICE40 = {"modules": {
