@@ -25,17 +25,20 @@ Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at th
                   ``Wᵀ`` comes out of the transposer, three beats every four cycles:
                   ``X + (X-1)//3`` cycles for ``X`` beats.
     start         ``b_first(0)`` = :data:`FIRST_AR` + the memory's read latency + the reader's
-                  :data:`READ_SLICE` (OP 0, 2); OP 1 first writes the chunk into the
+                  :data:`READ_SLICE` (OP 0); OP 1 first writes the chunk into the
                   transposer (``k*n/lanes`` beats) and reads it out :data:`TRANSPOSE_TURN`
-                  cycles after its last write.
+                  cycles after its last write; OP 2 first fills the transposer with step 0's
+                  ``Xᵀ`` block (``fill = k*acc_rows/lanes`` beats, whatever ``mv``: the wgrad
+                  step reads its A tile before its B chunk).
     turn-around   ``b_first(s) = c_last(s-1) + 1``: B chunk ``s`` is offered the cycle after
                   tile ``s-1``'s last ``C`` beat (counted, registered). OP 1: not before the
                   transposer holds it: ``a_last(s-1) + k*n/lanes + TRANSPOSE_TURN`` (the reader
-                  reaches chunk ``s`` only after tile ``s-1``'s last ``A`` beat).
-    A start       ``a_first(s) = b_last(s) + 1`` (OP 0, 1); OP 2 first writes the ``Xᵀ`` block
-                  (``k*acc_rows/lanes`` beats, whatever ``mv``) into the transposer:
-                  ``b_last(s) + k*acc_rows/lanes + TRANSPOSE_TURN``. Step 0 may wait for its
-                  reads: the reader's address side spends 2 cycles a burst.
+                  reaches chunk ``s`` only after tile ``s-1``'s last ``A`` beat). OP 2: not
+                  before step ``s``'s ``Xᵀ`` block is in: ``b_last(s-1) + fill + 1`` (the
+                  reader writes it into the transposer's free block right after chunk
+                  ``s-1``, while tile ``s-1`` computes; counted in ``a_wait``).
+    A start       ``a_first(s) = b_last(s) + 1``. Step 0 may wait for its reads: the reader's
+                  address side spends 2 cycles a burst.
     tile          ``a_first`` to the last ``C`` beat: the rows' beats at one a cycle (OP 2:
                   three in four, out of the transposer), each row's mask through the compactor
                   (:attr:`EngineTiming.mask_latency`), then golden/gemm.py's rules: the
@@ -84,9 +87,9 @@ FIRST_AR = 4
 READ_SLICE = 1
 #: A block's last beat written into the transposer to its first beat read out.
 TRANSPOSE_TURN = 4
-#: A ``C`` beat's transfer to its first word offered to the writer (accumulator's two stages,
-#: the results FIFO).
-ACC_TO_WRITER = 4
+#: A ``C`` beat's transfer to its first word offered to the writer (the register slice between
+#: the GEMM and the accumulator, the accumulator's two stages, the results FIFO).
+ACC_TO_WRITER = 5
 #: The last write's last W beat to ``BUSY`` falling (the response, then the idle check).
 WRITE_RESPONSE = 4
 #: Rows of a tile stepped exactly before the closed form takes over.
@@ -436,7 +439,14 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
         b0_rows, b0_words = kvs[0], _cdiv(nvs[0], L)
     a_first_read = (FIRST_AR + 2 * _first_bursts(b0_rows, b0_words, t) + 1 + t.read_latency
                     + READ_SLICE)
-    a_fill = k * MT // L + TRANSPOSE_TURN - 1 if op == 2 else 0   # OP 2: Xᵀ into the transposer
+    # OP 2 reads each step's Xᵀ block (``fill`` beats into the transposer's free block) before
+    # its B chunk: step 0 starts with it, and step s's fills right after step s-1's B chunk.
+    fill = k * MT // L if op == 2 else 0
+    if op == 2:
+        fill_end0 = start_read + fill - 1
+        b_first0 = max(fill_end0 + 1, FIRST_AR + 2 * _first_bursts(kvs[0], _cdiv(mvs[0], L), t)
+                       + 1 + t.read_latency + READ_SLICE)
+        a_first_read = fill_end0 + TRANSPOSE_TURN
     wpc = t.words_per_c_beat
     beats_row = t.n // L
     E = MT * beats_row                                  # results FIFO entries (C beats)
@@ -451,12 +461,16 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     if op == 1:
         al = np.array([a_last[key] for key in keys], dtype=np.int64)
         turn[1:] = np.maximum(0, al[:-1] + b_beats + TRANSPOSE_TURN - cl[:-1] - 1)
+    # OP 2: B chunk s waits for the Xᵀ block's fill, ``fill`` beats from B chunk s-1's last.
+    fill_wait = np.zeros(T, dtype=np.int64)
+    if op == 2:
+        fill_wait[1:] = np.maximum(0, fill - cl[:-1] - 1)
     # c_last(s) - c_last(s-1) without waits for the results FIFO:
-    inc = 1 + turn + b_span + a_fill + cl
-    acc = {"b_load": T * b_span, "a_wait": T * a_fill, "tile": int((cl + 1).sum()),
+    inc = 1 + turn + fill_wait + b_span + cl
+    acc = {"b_load": T * b_span, "a_wait": 0, "tile": int((cl + 1).sum()),
            "passes": int(passes.sum()), "turn": 0, "stall": 0}
-    a_first0 = max(b_first0 + b_span, a_first_read) + a_fill
-    acc["a_wait"] += a_first0 - (b_first0 + b_span) - a_fill
+    a_first0 = max(b_first0 + b_span, a_first_read)
+    acc["a_wait"] += a_first0 - (b_first0 + b_span)
     c_prev = a_first0 + cl[0] - inc[0]        # so that c_last(0) = c_prev + inc[0]
     writer_prev = None        # entry free times, entries of the previous row group's results
     writer_busy_until = -(1 << 40)
@@ -518,13 +532,18 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
                                - int(cl[last]) - stall - 1)
                 inc[s1] += new_turn - turn[s1]
                 turn[s1] = new_turn
+            if op == 2 and stall and s1 < T:
+                new_wait = max(0, fill - int(cl[last]) - stall - 1)
+                inc[s1] += new_wait - fill_wait[s1]
+                fill_wait[s1] = new_wait
             c_prev = c_last
             s0 = s1
     acc["turn"] = int(turn.sum())
+    acc["a_wait"] += int(fill_wait.sum())
     if per_step:
         # Each step's parts, back from its last C beat.
         a_first_s = step_c_last - cl - step_stall
-        b_last_s = a_first_s - a_fill - 1
+        b_last_s = a_first_s - 1
         b_last_s[0] = b_first0 + b_span - 1
         per = {"b_first": b_last_s - b_span + 1, "b_last": b_last_s, "a_first": a_first_s,
                "c_last": step_c_last}
@@ -552,9 +571,9 @@ def layer_cycles(op, a_matrix, M, K, N, params, *, mode=None, modes_per_tile=Non
     ``modes_per_tile`` (bools, the engine's tile order: what the density table decides in
     auto mode). Returns a dict: ``layer_cycles`` (the register: START to DONE), the cycles of
     each part (``checks``: the descriptor's, :data:`CHECK_CYCLES`; ``start``: then to the
-    first ``B`` beat;
-    ``b_load``; ``a_wait``: ``B``'s last beat to ``A``'s first (OP 2: the ``Xᵀ`` block into
-    the transposer); ``tile``: first ``A`` beat to last ``C`` beat, of which ``tile_passes``
+    first ``B`` beat (OP 2: after step 0's ``Xᵀ`` block);
+    ``b_load``; ``a_wait``: ``B``'s last beat to ``A``'s first beyond one cycle, and (OP 2)
+    the waits of a ``B`` chunk for its step's ``Xᵀ`` block beyond its turn-around; ``tile``: first ``A`` beat to last ``C`` beat, of which ``tile_passes``
     GEMM issue cycles and ``tile_other`` the pipeline's fill, the output's pace and the
     results FIFO's waits (``results_stall``); ``turnaround``: last ``C`` beat to the next
     ``B`` beat beyond one cycle; ``drain``: the last ``C`` beat to the end), which add up to

@@ -34,7 +34,8 @@ Tiling (every GEMM, stated, not measured)
 
     Each tile is timed from an idle datapath (no overlap between consecutive tiles; this costs
     both modes the same pipeline fill per tile): :func:`tile_cycles` is
-    :func:`spartan_rtl.golden.gemm.compute_bound_cycles` where :func:`spartan_rtl.golden.gemm.is_compute_bound` holds and
+    :func:`spartan_rtl.golden.gemm.compute_bound_cycles` where
+    :func:`spartan_rtl.golden.gemm.is_compute_bound` holds and
     :func:`spartan_rtl.golden.gemm.simulate` otherwise.
 
     *Dense* cycles: every tile as all-ones masks over its real columns (the last inner chunk of
@@ -503,8 +504,8 @@ def _bits(layer):
 
 
 def estimate_trace(trace, opts, progress=None):
-    """Per-layer estimates of a loaded :class:`spartan_rtl.golden.traces.Trace`. Its first layer is taken
-    as the network's first (no data gradient)."""
+    """Per-layer estimates of a loaded :class:`spartan_rtl.golden.traces.Trace`. Its first layer is
+    taken as the network's first (no data gradient)."""
     result = []
     for i, layer in enumerate(trace.layers):
         a, dy = _bits(layer)
@@ -589,8 +590,9 @@ def format_report(layers, opts, title=""):
     p = tot["profiling"]
     lines.append(f"  profiling: software read-back + reduction / the monitor's stats beat (1 per "
                  f"tile) {p['reduction_stats']:.1f}x in total, "
-                 f"{p['min_layer_reduction_stats']:.1f}x worst layer; if the host reads the density table over AXI4-Lite instead "
-                 f"({2 * AXIL_READ_CYCLES} cycles per tile): {p['reduction_registers']:.1f}x, "
+                 f"{p['min_layer_reduction_stats']:.1f}x worst layer; if the host reads the "
+                 f"density table over AXI4-Lite instead ({2 * AXIL_READ_CYCLES} cycles per "
+                 f"tile): {p['reduction_registers']:.1f}x, "
                  f"{p['min_layer_reduction_registers']:.1f}x worst layer")
     return "\n".join(lines)
 
@@ -733,7 +735,7 @@ def sample_trace_tiles(paths, *, per_layer, rows, k, seed=2021):
 # OP 2 wgrad streams Xᵀ, or dYᵀ with the operands swapped (A_ADDR = dY, B_ADDR = X: the
 # engine then writes dWᵀ); per layer the form with fewer adaptive cycles (software knows both
 # from the last step's LAYER_CYCLES), dense: the cheaper dense form. Everything the engine does
-# is counted: B chunk loads (one per step, acc_rows rows a step), the transposer fills, the
+# is counted: B chunk loads (one per step, acc_rows rows a step), the transposer's fills, the
 # pipeline's fill per tile, the output's pace, the results writes and their waits, the
 # turn-around between steps, the drain; and the bus words of every operand (identical in
 # both modes: the engine reads every element). A tile (acc_rows x k, zero-padded past the
@@ -984,7 +986,7 @@ def format_engine_report(layers, t, threshold, core=None, title=""):
         f"{label} {100 * parts[p] / total:.1f} %" for label, p in (
             ("GEMM passes", "tile_passes"), ("rest of the tiles (fill, output pace, results "
                                              "waits)", "tile_other"),
-            ("B loads", "b_load"), ("transposer fills", "a_wait"),
+            ("B loads", "b_load"), ("waits for the transposer's fills", "a_wait"),
             ("turn-around", "turnaround"), ("start", "start"), ("drain", "drain"))))
     moved = tot["bytes"]
     lines.append(f"  engine, bytes moved in the step (either mode): A {_mb(moved['A_BYTES'])} MB "
@@ -996,7 +998,8 @@ def format_engine_report(layers, t, threshold, core=None, title=""):
         summary += f"; the stream core {core['speedup']:.2f}x"
     lines.append(summary)
     lines.append("  (passes: GEMM issue cycles; tiles+: the rest of the tiles' cycles; xpose: "
-                 "OP 2's X^T block into the transposer; turn: between steps; ends: start and "
+                 "waits for OP 2's X^T blocks, filled while the tiles before compute; turn: "
+                 "between steps; ends: start (OP 2: the first X^T block) and "
                  "drain; *: not in the trace, counted dense; wgrad: the form with fewer "
                  "cycles, its dense figure the cheaper dense form)")
     return "\n".join(lines)

@@ -140,8 +140,9 @@ def test_parts_add_up_and_modes(t):
 
 def test_dense_step_costs():
     """At the defaults: a dense forward step is the B load (512), the tile (256 rows x 64 and
-    its fill) and one cycle; OP 1 loads Wᵀ from the transposer (682 cycles for 512 beats) and
-    OP 2 first fills it with the Xᵀ block (2048 beats)."""
+    its fill) and one cycle; OP 1 loads Wᵀ from the transposer (682 cycles for 512 beats);
+    OP 2 starts with the first Xᵀ block's fill (2048 beats), and fills the next one while a
+    tile computes: a B chunk waits for it only after a tile shorter than the fill."""
     t = T_DEFAULT
     one = {op: et.layer_cycles(op, np.ones(golden.operand_shapes(op, *et.dims(op, 256, 64, 64))[0],
                                           bool), *et.dims(op, 256, 64, 64), t, mode=1)
@@ -152,11 +153,21 @@ def test_dense_step_costs():
     tile = 7 + 7 + compute_bound_cycles([(1 << 64) - 1] * 256, t.gemm)
     assert two[0]["layer_cycles"] - one[0]["layer_cycles"] == 512 + tile
     assert two[1]["b_load"] - one[1]["b_load"] == 512 + 511 // 3
-    assert two[2]["a_wait"] - one[2]["a_wait"] == 64 * 256 // 8 + et.TRANSPOSE_TURN - 1
+    fill = 64 * 256 // 8
+    assert one[2]["start"] == et.FIRST_AR + t.read_latency + et.READ_SLICE + fill
+    assert one[2]["a_wait"] == two[2]["a_wait"] == 0        # 64 and 128 rows of 64 passes
+    # 8 rows of 64 passes: each B chunk waits for its step's fill, which follows the last one
+    dims = et.dims(2, 256, 8, 64)
+    short = et.layer_cycles(2, np.ones(golden.operand_shapes(2, *dims)[0], bool), *dims, t,
+                            mode=1, per_step=True)
+    steps = short["per_step"]
+    assert (steps["b_first"][1:] - steps["b_last"][:-1] == fill + 1).all()
+    waits = steps["b_first"][1:] - (steps["c_last"][:-1] + 1)   # beyond the turn-around
+    assert (waits > 0).all() and short["a_wait"] == waits.sum()
     for op in range(3):
-        # the last row's 32 words from 4 cycles after its first C beat (7 before the last),
-        # then the last burst's response and the idle check
-        assert one[op]["drain"] == 4 - 7 + 32 - 1 + et.WRITE_RESPONSE - 1
+        # the last row's 32 words from ACC_TO_WRITER cycles after its first C beat (7 before
+        # the last), then the last burst's response and the idle check
+        assert one[op]["drain"] == et.ACC_TO_WRITER - 7 + 32 - 1 + et.WRITE_RESPONSE - 1
 
 
 def test_results_fifo_sets_the_pace_at_low_density():
@@ -201,6 +212,7 @@ def test_engine_layer_from_masks():
     assert w.dense_cycles == min(x_form.dense_cycles, dy_form.dense_cycles)
     for g in layer.gemms.values():
         assert g.speedup > 1
+    for g in (f, d):   # wgrad's dense figure may be the other form's
         assert g.adaptive["A_BYTES"] == g.dense["A_BYTES"]
     first = est.engine_layer("c", a, None, 16, t, first=True)
     assert list(first.gemms) == ["forward", "wgrad"] and not first.gemms["wgrad"].measured
