@@ -5,19 +5,28 @@ PYTHON   ?= python3
 VENV     := .venv
 BIN      := $(CURDIR)/$(VENV)/bin
 STAMP    := $(VENV)/.installed
+# The project installs editable in strict mode: a tree of links (build/__editable__.*) to the
+# files of the folders pyproject's [tool.setuptools.package-dir] maps into spartan_rtl, which IDEs
+# and static analysers follow (the default mode's import hook hides them). The links are made at
+# install time, so the stamp also depends on the list of those folders' Python files: adding or
+# removing a module reinstalls (the list file changes only then).
+INSTALL  := -m pip install --quiet --config-settings editable_mode=strict -e
+PACKAGE_DIRS := $(shell sed -n '/^\[tool\.setuptools\.package-dir\]/,/^\[/s/^"[^"]*" *= *"\([^"]*\)".*/\1/p' pyproject.toml)
+MODULES  := $(VENV)/.modules
 JOBS     ?= 2
 RTL_DIR  ?= rtl_out
 # Extra options of every `spartan generate` of `make rtl`, e.g. RTL_FLAGS='--clock-mhz 200 --axi-names'.
 RTL_FLAGS ?=
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help venv rtl test test-fast lint waves waves-docs docs-registers bench bench-quick synth traces mutants coverage fuzz clean distclean formal
+.PHONY: FORCE help venv rtl test test-fast lint waves waves-docs docs-registers bench bench-quick synth traces mutants coverage fuzz clean distclean formal
 
 help:
 	@echo "make rtl     generate every block's Verilog + manifest into $(RTL_DIR)/"
 	@echo "make test    the whole regression (Verilator and Icarus)"
 	@echo "make test-fast  no cocotb simulations: amaranth.sim, golden, fuzz, formal-flow, CLI (~1 min)"
-	@echo "make lint    verilator --lint-only -Wall on every generated top"
+	@echo "make lint    ruff, the import contracts (import-linter) and verilator --lint-only -Wall"
+	@echo "             on every generated top"
 	@echo "make waves   spartan sim BLOCK (default monitor): waves/BLOCK/dump.vcd + .gtkw"
 	@echo "make waves-docs  redraw docs/img/waves_<block>.png for every block"
 	@echo "make docs-registers  rewrite docs/registers.md from the core's register map (PeakRDL)"
@@ -31,11 +40,18 @@ help:
 	@echo "make fuzz    property-based fuzzing, long profile (make test runs the fast one)"
 	@echo "make clean   remove generated Verilog and simulation builds (distclean: and .venv)"
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(MODULES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python $(INSTALL) '.[test]'
 	touch $@
+
+$(MODULES): FORCE
+	@mkdir -p $(VENV)
+	@find $(PACKAGE_DIRS) -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+FORCE:
 
 venv: $(STAMP)
 
@@ -53,12 +69,16 @@ test-fast: $(STAMP)
 
 # Property-based fuzzing (verif/tests/test_fuzz.py) with the long profile: random examples, many
 # more than the fast profile of `make test`; failures are kept in .hypothesis/ and replayed
-# first on the next run (docs/architecture.md, "Property-based fuzzing").
+# first on the next run (docs/verification.md, "Property-based fuzzing").
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -n $(JOBS) verif/tests/test_fuzz.py \
 		--hypothesis-show-statistics
 
+# The Python (ruff: [tool.ruff]), its import layering (import-linter: [tool.importlinter], run by
+# verif/flows/imports.py over the tree laid out as it is imported), then the generated Verilog.
 lint: rtl
+	$(BIN)/ruff check .
+	$(BIN)/python -m verif.flows.imports --no-logo
 	$(BIN)/python -m verif.flows.lint $(filter-out %_inst.v,$(wildcard $(RTL_DIR)/*.v))
 
 BLOCK ?= monitor
@@ -67,12 +87,15 @@ waves: $(STAMP)
 
 # docs/registers.md: PeakRDL-markdown of the default core's register map (hw/registers.py).
 docs-registers: $(STAMP)
-	$(BIN)/python -m spartan_rtl.hw.registers docs/registers.md
+	$(BIN)/python -m verif.flows.docs_registers docs/registers.md
 
 # The pictures of docs/waveforms.md: each block's standard stimulus, fixed seed, the busiest
-# 48 cycles.
+# 48 cycles; every block with AXI4-Stream ports (the engine has none: its memory side is an
+# AXI4 master, whose handshakes --busiest does not read).
+WAVES_BLOCKS := from spartan_rtl.hw.blocks import BLOCKS; print(*(n for n, b in BLOCKS.items() \
+	if any(m.startswith(("s_axis", "m_axis")) for m in b.build().signature.members)))
 waves-docs: $(STAMP)
-	@for block in $$($(BIN)/python -c 'from spartan_rtl.hw.blocks import BLOCKS; print(*BLOCKS)'); do \
+	@for block in $$($(BIN)/python -c '$(WAVES_BLOCKS)'); do \
 		$(BIN)/spartan sim $$block --seed 1 --cycles 2000 -o waves/$$block > /dev/null \
 			&& $(BIN)/spartan waves waves/$$block/dump.vcd --busiest -o docs/img/waves_$$block.png \
 			|| exit 1; \
@@ -90,7 +113,7 @@ bench-quick: $(STAMP)
 # cache stays inside the tree (.cache/, ignored).
 SYNTH_STAMP := $(VENV)/.installed-synth
 $(SYNTH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[synth]'
+	$(BIN)/python $(INSTALL) '.[synth]'
 	touch $@
 
 synth: $(SYNTH_STAMP)
@@ -101,7 +124,7 @@ synth: $(SYNTH_STAMP)
 # close, BMC to a stated depth elsewhere; docs/formal.md.
 FORMAL_STAMP := $(VENV)/.installed-formal
 $(FORMAL_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[formal]'
+	$(BIN)/python $(INSTALL) '.[formal]'
 	touch $@
 
 formal: $(FORMAL_STAMP)
@@ -109,7 +132,7 @@ formal: $(FORMAL_STAMP)
 
 TRACES_STAMP := $(VENV)/.installed-traces
 $(TRACES_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[traces]'
+	$(BIN)/python $(INSTALL) '.[traces]'
 	touch $@
 
 traces: $(TRACES_STAMP)
@@ -131,4 +154,4 @@ clean:
 		$(RTL_DIR)/*.core $(RTL_DIR)/*.f $(RTL_DIR)/*.sdc $(RTL_DIR)/*.xdc
 
 distclean: clean
-	rm -rf $(VENV) .hypothesis
+	rm -rf $(VENV) .hypothesis build/__editable__.*

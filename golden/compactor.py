@@ -59,7 +59,8 @@ def encode_tile(tile_raw, *, lanes, width, number_format, bypass=False):
     row counter); mask ``tlast`` marks the tile's last row."""
     tile = np.asarray(tile_raw, dtype=np.uint64)
     if tile.ndim != 2 or tile.shape[1] % lanes:
-        raise ValueError(f"tile must be (rows, cols) with cols a multiple of {lanes}, not {tile.shape}")
+        raise ValueError(f"tile must be (rows, cols) with cols a multiple of {lanes}, "
+                         f"not {tile.shape}")
     masks, data = [], []
     for r, row in enumerate(tile):
         mask, beats = encode_row(row, lanes=lanes, width=width, number_format=number_format,

@@ -68,7 +68,8 @@ DESCRIPTOR_FIELDS = ("OP", "M", "K", "N", "A_ADDR", "A_STRIDE", "B_ADDR", "B_STR
 # --- shapes ---------------------------------------------------------------------------------
 
 def operand_shapes(op, M, K, N):
-    """``(A shape, B shape, result shape)`` as stored in memory (docs/engine.md, *Layer*)."""
+    """``(A shape, B shape, result shape)`` as stored in memory (docs/engine.md,
+    "What one START does")."""
     if op == 0:
         return (M, K), (K, N), (M, N)
     if op == 1:
@@ -84,7 +85,7 @@ def result_shape(op, M, K, N):
 
 def dims(op, M, K, N):
     """``(Mo, Ki, No)``: output rows, inner dimension, output columns (docs/engine.md,
-    *Tiles*)."""
+    "What one START does")."""
     return {0: (M, K, N), 1: (M, N, K), 2: (K, M, N)}[op]
 
 
@@ -268,10 +269,11 @@ def _stats(block, threshold, params):
 
 
 def tiles(op, a_matrix, params, M, K, N, threshold=0x80):
-    """``[(nnz, elems), ...]`` of every tile in the engine's order (docs/engine.md, *Tiles*):
-    what the density table holds for each after the layer. ``a_matrix`` is the ``A`` operand as
-    stored at ``A_ADDR`` (X, dY, X for OP 0, 1, 2). Counts are the monitor's, saturating beyond
-    ``max_tile_elems`` (golden/monitor.py); below that they are exact."""
+    """``[(nnz, elems), ...]`` of every tile in the engine's order (docs/engine.md,
+    "What one START does"): what the density table holds for each after the layer. ``a_matrix``
+    is the ``A`` operand as stored at ``A_ADDR`` (X, dY, X for OP 0, 1, 2). Counts are the
+    monitor's, saturating beyond ``max_tile_elems`` (golden/monitor.py); below that they are
+    exact."""
     return [(s.nnz, s.elems) for s in
             (_stats(block, threshold, params) for _, _, block in
              tile_blocks(op, a_matrix, params, M, K, N))]

@@ -573,10 +573,11 @@ def layer_cycles(op, a_matrix, M, K, N, params, *, mode=None, modes_per_tile=Non
     each part (``checks``: the descriptor's, :data:`CHECK_CYCLES`; ``start``: then to the
     first ``B`` beat (OP 2: after step 0's ``Xᵀ`` block);
     ``b_load``; ``a_wait``: ``B``'s last beat to ``A``'s first beyond one cycle, and (OP 2)
-    the waits of a ``B`` chunk for its step's ``Xᵀ`` block beyond its turn-around; ``tile``: first ``A`` beat to last ``C`` beat, of which ``tile_passes``
-    GEMM issue cycles and ``tile_other`` the pipeline's fill, the output's pace and the
-    results FIFO's waits (``results_stall``); ``turnaround``: last ``C`` beat to the next
-    ``B`` beat beyond one cycle; ``drain``: the last ``C`` beat to the end), which add up to
+    the waits of a ``B`` chunk for its step's ``Xᵀ`` block beyond its turn-around; ``tile``:
+    first ``A`` beat to last ``C`` beat, of which ``tile_passes`` GEMM issue cycles and
+    ``tile_other`` the pipeline's fill, the output's pace and the results FIFO's waits
+    (``results_stall``); ``turnaround``: last ``C`` beat to the next ``B`` beat beyond one
+    cycle; ``drain``: the last ``C`` beat to the end), which add up to
     ``layer_cycles``, and the words and bytes of each operand (exact). ``per_step=True``: also
     each step's times (:func:`layer_cycles_nnz`)."""
     t = params if isinstance(params, EngineTiming) else EngineTiming.of(params)

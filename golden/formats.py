@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mask", "is_zero", "pack_beat", "unpack_beat", "tile_to_beats", "beats_to_tile",
-           "from_signed", "to_signed", "fp_bits", "random_elements"]
+__all__ = ["mask", "is_zero", "pack_beat", "unpack_beat", "tile_to_beats", "from_signed",
+           "to_signed", "random_elements"]
 
 
 def mask(width):
@@ -47,10 +47,6 @@ def tile_to_beats(tile_raw, lanes, width):
     return [(tdata, int(i == len(beats) - 1)) for i, tdata in enumerate(beats)]
 
 
-def beats_to_tile(tdatas, lanes, width):
-    return np.concatenate([unpack_beat(t, lanes, width) for t in tdatas])
-
-
 def from_signed(values, width):
     """Signed integers -> raw two's-complement ``width``-bit patterns."""
     return (np.asarray(values, dtype=np.int64).astype(np.uint64) & np.uint64(mask(width)))
@@ -63,15 +59,6 @@ def to_signed(raw, width):
         return raw.view(np.int64)
     sign = np.int64(1 << (width - 1))
     return (raw.astype(np.int64) ^ sign) - sign
-
-
-def fp_bits(values, width):
-    """IEEE floats -> raw patterns for the standard widths (16, 32, 64)."""
-    dtype = {16: np.float16, 32: np.float32, 64: np.float64}.get(width)
-    if dtype is None:
-        raise ValueError(f"width must be 16, 32 or 64 for IEEE conversion, not {width!r}")
-    uint = {16: np.uint16, 32: np.uint32, 64: np.uint64}[width]
-    return np.asarray(values, dtype=dtype).view(uint).astype(np.uint64)
 
 
 def random_elements(rng, shape, width, density, number_format="int"):

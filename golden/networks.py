@@ -62,8 +62,9 @@ What follows each conv layer, and the density of its output error ``dY``
 How golden/estimate.py uses the table (spartan bench estimate, docs/results.md)
     Per-layer and whole-network speedup of the adaptive core over dense, from the cycle model
     on unstructured random masks at each GEMM's streamed-operand density (forward: ``density``;
-    dgrad: ``dy_density``; wgrad: the form with less work, :func:`spartan_rtl.golden.estimate.estimate_wgrad`'s
-    rule), and the profiling-overhead comparison, against :func:`ideal_speedup`.
+    dgrad: ``dy_density``; wgrad: the form with less work,
+    :func:`spartan_rtl.golden.estimate.estimate_wgrad`'s rule), and the profiling-overhead
+    comparison, against :func:`ideal_speedup`.
 """
 
 from __future__ import annotations

@@ -120,7 +120,8 @@ def validate(arrays, path="trace"):
     """Check a ``{key: ndarray}`` mapping against the layout; return the :class:`Trace`."""
     keys = set(arrays)
     if "layers" not in keys:
-        _fail(path, f"key 'layers' must be present, not missing (keys: {', '.join(sorted(keys)) or 'none'})")
+        listed = ", ".join(sorted(keys)) or "none"
+        _fail(path, f"key 'layers' must be present, not missing (keys: {listed})")
     names = arrays["layers"]
     if names.ndim != 1 or names.dtype.kind != "U" or names.size == 0:
         _fail(path, f"key 'layers' must be a non-empty 1-D array of str, not "

@@ -2,8 +2,8 @@
 
 The map (:class:`RegisterMap`: registers of named fields, plus read-only windows onto memories)
 is the single source of the hardware decode in :class:`AxiLiteRegisters`, the manifest's
-``registers`` list and the SystemRDL description (:mod:`spartan_rtl.hw.registers`), from which PeakRDL
-renders the C header, the Markdown reference and the IP-XACT export.
+``registers`` list and the SystemRDL description (:mod:`spartan_rtl.hw.registers`), from which
+PeakRDL renders the C header, the Markdown reference and the IP-XACT export.
 
 Bus behaviour (32-bit data, byte addresses, ``addr[1:0]`` ignored):
 

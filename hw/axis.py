@@ -11,10 +11,11 @@ docs/interfaces.md#axi4-stream-ports, and :func:`stream_fields` describes each s
 ``tdata``/``tuser`` bit fields for the manifest, derived from the same layouts so the two can
 never disagree.
 
-``tdata`` ports are whole bytes, as AXI4-Stream requires (docs/interfaces.md#lane-packing-and-tdata-width):
-the payload keeps the low bits exactly as the layout places them, the pad bits above it are
-driven 0 on an output and ignored on an input. The padding lives here, in the top only, so
-the components themselves (and the formal and amaranth.sim tests of them) never see it.
+``tdata`` ports are whole bytes, as AXI4-Stream requires
+(docs/interfaces.md#lane-packing-and-tdata-width): the payload keeps the low bits exactly as the
+layout places them, the pad bits above it are driven 0 on an output and ignored on an input. The
+padding lives here, in the top only, so the components themselves (and the formal and amaranth.sim
+tests of them) never see it.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class AxisTop(wiring.Component):
                 back = Out if _is_input(member) else In
                 for field, suffix in _SIDEBANDS.items():
                     if field in layout.members:
-                        members[f"{name}_{suffix}"] = toward(_port_width(field, layout[field].shape))
+                        width = _port_width(field, layout[field].shape)
+                        members[f"{name}_{suffix}"] = toward(width)
                 members[f"{name}_tvalid"] = toward(1)
                 members[f"{name}_tready"] = back(1)
             elif member.is_port:

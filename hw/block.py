@@ -18,8 +18,8 @@ class Block:
     """One generatable block.
 
     ``build(**params)`` returns the Amaranth component (AXI base-named streams, see
-    :mod:`spartan_rtl.hw.axis`). ``check(params)`` enforces constraints between parameters (raise the usual
-    "<name> must be ..." ``ValueError``). ``info(component)`` returns the manifest's
+    :mod:`spartan_rtl.hw.axis`). ``check(params)`` enforces constraints between parameters (raise
+    the usual "<name> must be ..." ``ValueError``). ``info(component)`` returns the manifest's
     block-specific entries (``latency_cycles``, ``throughput_beats_per_cycle``, extras).
     """
 
@@ -30,12 +30,24 @@ class Block:
     build: Callable
     info: Callable
     check: Callable = field(default=lambda p: None)
+    #: The elaboration-size bound (:class:`~spartan_rtl.hw.params.SizeBound`), or None.
+    size_bound: object = None
 
     def resolve(self, values=None):
-        """Defaults overlaid with ``values``, every value and cross-constraint checked."""
+        """Defaults overlaid with ``values``, every value and cross-constraint checked, then
+        the elaboration-size bound."""
         resolved = _params.resolve(self.params, dict(values or {}))
         self.check(resolved)
+        if self.size_bound is not None:
+            self.size_bound.check(resolved, self.params, self._valid, self.name)
         return resolved
+
+    def _valid(self, resolved):
+        try:
+            self.check(resolved)
+        except ValueError:
+            return False
+        return True
 
     def param(self, name):
         for p in self.params:

@@ -3,10 +3,10 @@ tile, with an AXI4-Lite register interface.
 
 Data path
     ``s_axis_a`` (dense ``A`` rows of ``k`` elements) passes through the sparsity monitor
-    (:mod:`spartan_rtl.hw.monitor`, latency 0) into the compactor (:mod:`spartan_rtl.hw.compactor`), whose per-tile
-    ``tuser`` bit selects dense bypass (all-ones masks, rows unchanged) or ZVC; its mask and
-    data streams feed the GEMM (:mod:`spartan_rtl.hw.gemm`), whose ``C`` is ``m_axis_c``. ``s_axis_b`` goes
-    straight to the GEMM's weight buffer. The blocks are instantiated, not copied.
+    (:mod:`spartan_rtl.hw.monitor`, latency 0) into the compactor (:mod:`spartan_rtl.hw.compactor`),
+    whose per-tile ``tuser`` bit selects dense bypass (all-ones masks, rows unchanged) or ZVC; its
+    mask and data streams feed the GEMM (:mod:`spartan_rtl.hw.gemm`), whose ``C`` is ``m_axis_c``.
+    ``s_axis_b`` goes straight to the GEMM's weight buffer. The blocks are instantiated, not copied.
 
 Per-tile decision (the paper's policy, docs/interfaces.md#core)
     Tiles are numbered from 0 after each ``CTRL.PASS_START``. A density table (``table_depth``
@@ -17,9 +17,9 @@ Per-tile decision (the paper's policy, docs/interfaces.md#core)
     reserved and behaves as 1). The decision for the next tile goes through a pipeline of
     ``DECISION_STAGES`` registers (docs/core.md), restarted by any write to ``CTRL``,
     ``THRESHOLD`` or ``TABLE_BASE``, so a change applies to every tile whose first beat comes
-    after the write was accepted. When the monitor reports tile ``t``, its entry is overwritten. Tiles whose entry
-    would lie beyond the table are processed by the rule with no history (dense in auto mode)
-    and not recorded.
+    after the write was accepted. When the monitor reports tile ``t``, its entry is overwritten.
+    Tiles whose entry would lie beyond the table are processed by the rule with no history (dense in
+    auto mode) and not recorded.
 
 Counters (32 bits, saturating, zeroed by reset and ``CTRL.CLEAR``; each event counted two cycles
 after it happens)
@@ -55,7 +55,7 @@ from .block import Block
 from .compactor import MAX_COLS, Compactor
 from .elements import beat_layout, delayed, is_nonzero, popcount, tree_sum
 from .gemm import PARAMS as GEMM_PARAMS
-from .gemm import SparseGemm, sim_models
+from .gemm import SIZE_BOUND, SparseGemm, sim_models
 from .gemm import check_params as check_gemm_params
 from .monitor import SparsityMonitor, stats_layout
 
@@ -121,8 +121,9 @@ def config_registers(params, values):
 
 def register_map(table_depth, count_bits, config=()):
     """The core's register map: the one description behind the decode, the manifest and the
-    SystemRDL (:mod:`spartan_rtl.hw.registers`) from which PeakRDL renders the C header, docs/registers.md
-    and the IP-XACT export. ``count_bits``: width of the monitor's ``nnz``/``elems``."""
+    SystemRDL (:mod:`spartan_rtl.hw.registers`) from which PeakRDL renders the C header,
+    docs/registers.md and the IP-XACT export. ``count_bits``: width of the monitor's
+    ``nnz``/``elems``."""
     regs = [
         Register("ID", 0x00, "constant identifying the block and version", (
             Field("ID", 0, 32, "const", "0x5350 'SP', block 0x01 (core), version 0x02",
@@ -276,10 +277,10 @@ def tile_datapath(m, p, regs, *, a, b, c):
     write = table.write_port()
     index_w = max(depth.bit_length(), 1)
     # The decision is a pipeline of DECISION_STAGES registers (index, table read, its
-    # copy, the THRESHOLD x elems multiplier's input and output, the verdict), so no path runs from an A handshake through
-    # the table and a multiplier (it limited the core to 33 MHz). It works one tile ahead:
-    # while a tile streams in, it decides the tile after it (``target``), so a tile boundary
-    # does not change its input and costs no cycle. Whenever an input changes (the target
+    # copy, the THRESHOLD x elems multiplier's input and output, the verdict), so no path runs from
+    # an A handshake through the table and a multiplier (it limited the core to 33 MHz). It works
+    # one tile ahead: while a tile streams in, it decides the tile after it (``target``), so a tile
+    # boundary does not change its input and costs no cycle. Whenever an input changes (the target
     # moves, MODE, THRESHOLD or TABLE_BASE is written, the table is forgotten, or a record
     # lands in the entry being read) ``settle`` restarts, and no tile starts before the
     # verdict has passed through every stage: only tiles shorter than the pipeline wait.
@@ -472,4 +473,5 @@ BLOCK = Block(
     check=_check,
     build=lambda **p: SpartanCore(**p),
     info=_info,
+    size_bound=SIZE_BOUND,   # the GEMM's: its monitor and compactor stay small beside it
 )

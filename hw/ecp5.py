@@ -3,7 +3,7 @@
 Yosys maps a ``*`` onto ``MULT18X18D`` with every register of the slice off, and nextpnr does
 not move fabric flip-flops into it: a register -> multiplier -> register path then runs from a
 flip-flop somewhere in the fabric to the DSP column and back, and capped the GEMM at 68 MHz
-(docs/gemm.md, "Timing choices"). Instantiated here with the input registers of ``A`` and ``B``
+(docs/gemm.md, "The multipliers"). Instantiated here with the input registers of ``A`` and ``B``
 and the output register enabled, the multiply is a path inside the slice, and the routes to and
 from it each have a cycle of their own.
 

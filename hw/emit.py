@@ -1,5 +1,5 @@
-"""Amaranth component -> ``<top>.v``, ``<top>.json`` and the IP files of :mod:`spartan_rtl.hw.ip`, written
-atomically as a set.
+"""Amaranth component -> ``<top>.v``, ``<top>.json`` and the IP files of :mod:`spartan_rtl.hw.ip`,
+written atomically as a set.
 
 Verilog goes through RTLIL and the Yosys that ships with Amaranth, with ``proc; flatten; ...;
 write_verilog -noattr``: that turns processes into plain ``assign`` statements and registers,
@@ -68,7 +68,8 @@ class AxiClockTop(Elaboratable):
         self.aresetn = Signal(name=names.reset, init=1)
 
     def ports(self):
-        return [self.aclk, self.aresetn] + [getattr(self.top, n) for n in self.top.signature.members]
+        top_ports = [getattr(self.top, n) for n in self.top.signature.members]
+        return [self.aclk, self.aresetn] + top_ports
 
     def elaborate(self, platform):
         # The top's own module, not a submodule of a new one: internal names stay
@@ -233,10 +234,11 @@ def write_atomically(files, option="-o"):
 
     All files are staged in one temporary folder inside the deepest existing folder (same file
     system, so renames are atomic), each written ``FILE_MODE`` (new folders get the usual
-    mode the umask leaves; only the staging folder itself is private, and it is never kept). Then each folder that does not
-    exist yet appears with one rename of its staged copy (files inside), and each file in an
-    existing folder replaces its target with one rename, after a hard link (or copy) of the old
-    file is kept; if any step fails, the new folders are removed and the old files restored."""
+    mode the umask leaves; only the staging folder itself is private, and it is never kept). Then
+    each folder that does not exist yet appears with one rename of its staged copy (files inside),
+    and each file in an existing folder replaces its target with one rename, after a hard link (or
+    copy) of the old file is kept; if any step fails, the new folders are removed and the old files
+    restored."""
     files = {Path(os.path.abspath(p)): text for p, text in files.items()}
     check_outputs(files, option)
     root = Path(os.path.commonpath([p.parent for p in files]))
@@ -293,10 +295,10 @@ def write_atomically(files, option="-o"):
 
 def generate(block, values=None, out_dir="rtl_out", *, name=None, clock_mhz=100.0,
              axi_names=False, core_vlnv=None):
-    """Generate the file set of one configuration in ``out_dir`` (:func:`spartan_rtl.hw.ip.output_names`:
-    ``<top>.v`` first, the manifest, block extras such as the core's C header, the
-    instantiation template, FuseSoC core, file list, SDC, XDC and IP-XACT component); returns
-    their paths.
+    """Generate the file set of one configuration in ``out_dir``
+    (:func:`spartan_rtl.hw.ip.output_names`: ``<top>.v`` first, the manifest, block extras such as
+    the core's C header, the instantiation template, FuseSoC core, file list, SDC, XDC and IP-XACT
+    component); returns their paths.
 
     ``name`` is the top module (default ``block.top``); ``axi_names`` gives ``aclk`` and an
     active-low ``aresetn``; ``core_vlnv`` overrides the FuseSoC core's name (its generator).

@@ -75,6 +75,17 @@ def _check(p):
                          f"not {p['data_width']!r}")
 
 
+#: The engine's elaboration-size estimate (hw/params.py SizeBound; docs/interfaces.md,
+#: "Elaboration size"): the core's GEMM terms, and the bits of its on-chip buffers over 64 (the
+#: partial sums and their result FIFO, 2*acc_rows*n*acc_width; the transposer's two blocks,
+#: about 2*max(k,n)*max(acc_rows,k)*width), as for the GEMM's weights.
+SIZE_BOUND = P.SizeBound(core.SIZE_BOUND.terms + (
+    ("acc_rows", "(acc_rows*n*acc_width + max(k,n)*max(acc_rows,k)*width)/32",
+     lambda p: (p["acc_rows"] * p["n"] * p["acc_width"]
+                + max(p["k"], p["n"]) * max(p["acc_rows"], p["k"]) * p["width"]) // 32),
+), core.SIZE_BOUND.limit)
+
+
 def pack(layout, **values):
     """The bits of a ``layout`` struct from its fields' values, as an expression: a named
     signal would keep the bits Yosys finds constant (a parameter's value), unused, and lint
@@ -468,4 +479,5 @@ BLOCK = Block(
     check=_check,
     build=lambda **p: SpartanEngine(**p),
     info=_info,
+    size_bound=SIZE_BOUND,
 )

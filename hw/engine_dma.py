@@ -1,4 +1,4 @@
-"""The layer engine's memory side (docs/engine.md, "Data movement"): the AXI4 master's ports, a
+"""The layer engine's memory side (docs/engine.md, "Blocks"): the AXI4 master's ports, a
 block reader (AR + R) and a result writer (AW + W + B).
 
 Both walk *blocks*: ``rows`` rows of ``beats`` beats at ``base + r*stride``, each beat one bus

@@ -2,8 +2,8 @@
 (docs/interfaces.md, "expander").
 
 The exact inverse of :mod:`spartan_rtl.hw.compactor`, in two stages with a valid/ready
-handshake between them, so that the per-beat decisions (which depend on the mask alone) are made a cycle ahead of
-the data they steer:
+handshake between them, so that the per-beat decisions (which depend on the mask alone) are made a
+cycle ahead of the data they steer:
 
 **A: control** (from the row's mask)
     A row's mask is taken into a register (the next row's mask in the same cycle as the row's

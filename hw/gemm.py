@@ -117,6 +117,34 @@ def check_params(p):
                          f"not {p['b_banks']!r}")
 
 
+def _replicated_sparse(p):
+    return p["k_par"] > 1 and p.get("sparse", True)   # (the core and engine are sparse)
+
+
+#: The elaboration-size estimate of the GEMM (and of the core's and engine's GEMM): one unit is
+#: about a millisecond of ``spartan generate`` on the machine it was measured on (2 shared
+#: cores), and memory follows time (about 1.5 GB at 200 s). docs/interfaces.md, "Elaboration
+#: size", lists the runs. Terms: the replicated loader's rank scan (a prefix sum per mask bit,
+#: expanded once per use: quadratic in k) and its per-lane column selects; the row loader; the
+#: multipliers; the replicated datapath's routing of entries to weight memories (with bank
+#: compares when banked); the weight buffer's bits (Verilog spells out every word).
+SIZE_TERMS = (
+    ("k", "[k_par>1 and sparse: k*k/2 + 8*k*lanes]",
+     lambda p: p["k"] * p["k"] // 2 + 8 * p["k"] * p["lanes"] if _replicated_sparse(p) else 0),
+    ("k", "32*k", lambda p: 32 * p["k"]),
+    ("k_par", "8*k_par*n_par", lambda p: 8 * p["k_par"] * p["n_par"]),
+    ("k_par", "[k_par>1: 4*k_par*k_par, 16*k_par*k_par with b_banks>1]",
+     lambda p: (16 if p["b_banks"] > 1 else 4) * p["k_par"] ** 2 if p["k_par"] > 1 else 0),
+    ("n", "k*n*width*(k_par/b_banks)/64",
+     lambda p: p["k"] * p["n"] * p["width"] * (p["k_par"] // p["b_banks"]) // 64),
+)
+#: The largest estimate accepted: measured runs of up to this size took at most 190 s and
+#: 1.5 GB; the advertised maximum (lanes=1 k=1024 n=1024 k_par=64 n_par=256 b_banks=64, 892928)
+#: ran out of 6 GB after 8 minutes.
+SIZE_LIMIT = 200_000
+SIZE_BOUND = P.SizeBound(SIZE_TERMS, SIZE_LIMIT)
+
+
 class SparseGemm(wiring.Component):
     """Tile sparse GEMM: the broadcast datapath for ``k_par = 1``, the replicated one otherwise.
 
@@ -377,7 +405,7 @@ class SparseGemm(wiring.Component):
         # entry is read in sub-pass rank // COPIES by copy rank % COPIES of its bank.
         bank_bits = log2(BB)
         copy_bits = log2(COPIES)
-        g_bank = [g_idx[l][:bank_bits] if bank_bits else Const(0, 1) for l in range(KP)]
+        g_bank = [g_idx[lane][:bank_bits] if bank_bits else Const(0, 1) for lane in range(KP)]
         g_rank = []
         for lane in range(KP):
             if lane == 0:
@@ -387,12 +415,12 @@ class SparseGemm(wiring.Component):
             r = Signal(range(lane + 1), name=f"g_bankrank{lane}")
             m.d.comb += r.eq(tree_sum(same))
             g_rank.append(r)
-        g_subpass = [g_rank[l] >> copy_bits for l in range(KP)]
+        g_subpass = [g_rank[lane] >> copy_bits for lane in range(KP)]
         # Lanes below COPIES always fall in sub-pass 0 (their bank rank is below COPIES).
-        later = [g_valid[l] & (g_subpass[l] > c_sub) for l in range(COPIES, KP)]
+        later = [g_valid[lane] & (g_subpass[lane] > c_sub) for lane in range(COPIES, KP)]
         last_sub = Signal()
         m.d.comb += last_sub.eq(~Cat(*later).any() if later else 1)
-        active = [g_valid[l] & (g_subpass[l] == c_sub) for l in range(KP)]
+        active = [g_valid[lane] & (g_subpass[lane] == c_sub) for lane in range(KP)]
         active_count = Signal(range(KP + 1))
         m.d.comb += active_count.eq(tree_sum(active))
 
@@ -595,4 +623,5 @@ BLOCK = Block(
     check=check_params,
     build=lambda **p: SparseGemm(**p),
     info=_info,
+    size_bound=SIZE_BOUND,
 )

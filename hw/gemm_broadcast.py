@@ -1,7 +1,7 @@
 """Broadcast sparse GEMM (``k_par = 1``, the default): each cycle one nonzero ``a[i, k]`` of
 ``A`` times the whole row slice ``B[k, j*n_par : (j+1)*n_par]``.
 
-Why this datapath (docs/gemm.md, "Two designs")
+Why this datapath (docs/gemm.md, "Two datapaths")
     A pass multiplies one nonzero by ``n_par`` weights of one row of ``B``, so the nonzero's
     column ``k`` is simply the weight-buffer read address: ``B`` is stored once, no pass can
     conflict, there is no group rounding (a row costs exactly ``nnz`` passes per column group),
@@ -25,8 +25,9 @@ Components, each a small :class:`wiring.Component` (docs/gemm.md has the diagram
     ever stalls, and back-pressure on ``m_axis_c`` holds the scheduler, then the loader (both
     slots full), then ``s_axis_a_*``.
 
-The rules (slots, credits, issue-to-push) are those of the replicated design (:mod:`spartan_rtl.hw.gemm`),
-so one cycle model (:mod:`spartan_rtl.golden.gemm`) predicts both exactly; only the constants differ.
+The rules (slots, credits, issue-to-push) are those of the replicated design
+(:mod:`spartan_rtl.hw.gemm`), so one cycle model (:mod:`spartan_rtl.golden.gemm`) predicts both
+exactly; only the constants differ.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -219,8 +220,9 @@ class RowLoader(wiring.Component):
     A slot is ``full`` from the cycle after its row's last input beat until ``release``.
 
     A tile's first mask waits while ``b_pending`` (a ``B`` packet being received or offered).
-    ``take`` is one-hot in the cycle a slot takes the mask on ``mask`` (the scheduler keeps it). The mask decides how many data beats a row has; a data ``tlast`` elsewhere than the
-    row's last beat, or (dense-only) a mask that is not all ones, only raises ``err``.
+    ``take`` is one-hot in the cycle a slot takes the mask on ``mask`` (the scheduler keeps it). The
+    mask decides how many data beats a row has; a data ``tlast`` elsewhere than the row's last beat,
+    or (dense-only) a mask that is not all ones, only raises ``err``.
     """
 
     def __init__(self, *, lanes, width, k, sparse):
@@ -620,7 +622,8 @@ def gemm_members(p):
 
 class BroadcastGemm(wiring.Component):
     """Tile sparse GEMM, ``k_par = 1``: ports, parameters and malformed-stream behaviour as
-    :class:`spartan_rtl.hw.gemm.SparseGemm` (see there and docs/gemm.md); ``stat_conflict`` is always 0."""
+    :class:`spartan_rtl.hw.gemm.SparseGemm` (see there and docs/gemm.md); ``stat_conflict`` is
+    always 0."""
 
     def __init__(self, p):
         self._p = p

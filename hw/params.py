@@ -134,6 +134,69 @@ DERIVED = {
 }
 
 
+#: What an elaboration-size bound (:class:`SizeBound`) keeps ``spartan generate`` within, on the
+#: machine the bounds were measured on (docs/interfaces.md, "Elaboration size").
+SIZE_BUDGET = "about 6 GB of memory and 5 minutes"
+
+
+@dataclass(frozen=True)
+class SizeBound:
+    """A bound on a block's elaboration size: the estimate, a sum of ``terms``, must be at most
+    ``limit``. Checked after every parameter and every rule between them, before anything is
+    built, so a configuration that would exhaust memory or time is a usage error instead.
+
+    ``terms``: ``((name, formula, f), ...)``: ``f(params)`` is the term's size, ``formula`` how
+    it is computed (for ``spartan list`` and errors), ``name`` the parameter an error names when
+    this term is the largest. Each ``f`` grows with every parameter it reads."""
+
+    terms: tuple
+    limit: int
+
+    def estimate(self, p):
+        return sum(f(p) for _, _, f in self.terms)
+
+    def formula(self):
+        return " + ".join(formula for _, formula, _ in self.terms)
+
+    def describe(self):
+        return (f"{self.formula()} at most {self.limit} (generation within {SIZE_BUDGET}; "
+                "larger configurations are refused)")
+
+    def largest_fitting(self, p, param, valid):
+        """The largest value ``param`` accepts, below the one in ``p``, that keeps the estimate
+        within the limit and the configuration ``valid`` (the others as in ``p``), or None."""
+        def fits(v):
+            return self.estimate({**p, param.name: v}) <= self.limit
+        lo, hi = 0, p[param.name] - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        for v in range(lo, max(lo - 4096, 0), -1):
+            if param.ok(v) and fits(v) and valid({**p, param.name: v}):
+                return v
+        return None
+
+    def check(self, p, params, valid=lambda p: True, block="BLOCK"):
+        """Raise "<name> must be at most <value> ..., not <value>" when ``p`` is over the
+        limit, naming the parameter of the largest term that alone can shrink enough (keeping
+        the configuration ``valid``), else that of the largest term."""
+        size = self.estimate(p)
+        if size <= self.limit:
+            return
+        by_name = {q.name: q for q in params}
+        ranked = sorted(self.terms, key=lambda t: -t[2](p))
+        for name, _, _ in ranked:
+            best = self.largest_fitting(p, by_name[name], valid)
+            if best is not None:
+                what = f"at most {best} with the other parameters as given"
+                break
+        else:
+            name, what = ranked[0][0], "smaller, and other parameters too"
+        raise ValueError(f"{name} must be {what} (elaboration size {size}, over the bound "
+                         f"{self.limit} that keeps generation within {SIZE_BUDGET}; the "
+                         f"formula: spartan list {block}), not {p[name]!r}")
+
+
 def derived(param, earlier):
     """The :class:`Derived` rule of ``param``, or None: it has none, or a parameter the rule
     reads is not among ``earlier`` (the names declared before it in its block)."""

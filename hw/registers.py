@@ -1,5 +1,5 @@
-"""A register map (:class:`spartan_rtl.hw.axil.RegisterMap`) as SystemRDL, and what the PeakRDL tools make
-of it: the C header, the Markdown reference and the IP-XACT export.
+"""A register map (:class:`spartan_rtl.hw.axil.RegisterMap`) as SystemRDL, and what the PeakRDL
+tools make of it: the C header, the Markdown reference and the IP-XACT export.
 
 The Python map stays the single source (it also builds the hardware decode); :func:`systemrdl`
 renders it, ``systemrdl-compiler`` compiles that text, and the exporters read only the compiled
@@ -18,8 +18,9 @@ Access kinds become ``rw``: ``sw = rw; hw = r``; ``ro``: ``sw = r; hw = w``; ``c
 ``sw = r; hw = na`` (a constant: its reset value); ``w1p``: ``sw = w; hw = r; singlepulse``.
 Fields with an undefined reset (a memory's contents) get no reset value.
 
-``python -m spartan_rtl.hw.registers FILE.md`` writes the Markdown of the default core (``make
-docs-registers`` -> docs/registers.md).
+The renderer takes any map and imports no block: the core (hw/core.py) and the engine build
+their maps, hw/emit.py renders them beside the Verilog, and ``make docs-registers``
+(verif/flows/docs_registers.py) writes the default core's Markdown to docs/registers.md.
 """
 
 from __future__ import annotations
@@ -154,23 +155,3 @@ def render(regmap, top, title=DOC_TITLE):
     Markdown of it (:func:`file_names`)."""
     return dict(_render(systemrdl(regmap, top, title), top))
 
-
-def main(argv=None):
-    from .core import BLOCK, SpartanCore  # (here: spartan_rtl.hw.core imports this module)
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or not argv[0].endswith(".md"):
-        print(f"python -m spartan_rtl.hw.registers: the argument must be one output path ending in .md "
-              f"(the default core's register reference), not {argv!r}", file=sys.stderr)
-        return 2
-    core = SpartanCore()
-    text = render(core.regmap, BLOCK.top)[file_names(BLOCK.top)["markdown"]]
-    try:
-        Path(argv[0]).write_text(text)
-    except OSError as e:
-        print(f"{argv[0]}: the output file must be writable ({e.strerror})", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,7 @@
 """Spartan RTL: a generator of the Spartan sparse DNN-training hardware, and its user tools.
 
-One installed namespace. The folders of the source tree map into it (pyproject.toml):
+One installed namespace. The folders of the source tree map into it (pyproject.toml's
+``[tool.setuptools.package-dir]``, the one key from an import name to its folder):
 
 - ``spartan_rtl.hw``: ``hw/``, the Amaranth blocks and the emitters of Verilog and IP files;
 - ``spartan_rtl.golden``: ``golden/``, the NumPy reference and cycle models;
@@ -18,13 +19,20 @@ The pytest tests (``verif/tests/``) and developer flows (``verif/flows/``) are n
 
 __version__ = "0.1.0"
 
+# Run from the repository root, this folder comes first on sys.path ('' or pytest's rootdir),
+# ahead of the editable install's tree of links (build/__editable__.*, strict mode) that holds
+# the whole namespace: every other spartan_rtl folder on sys.path joins this package's path, so
+# spartan_rtl.hw and the rest are found there. Elsewhere (a wheel, used outside the tree) there
+# is no other such folder, and nothing changes.
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
 #: Data folders of the wheel (inside this package) -> where the source tree keeps them.
 SOURCE_FOLDERS = {"fusesoc": "fusesoc", "traces": "data/traces"}
 
 
 def shipped(folder):
     """The path of a data folder of :data:`SOURCE_FOLDERS`: inside the installed package, or,
-    in the source tree (an editable install, which maps only Python packages), the tree's."""
+    from an editable install (this file resolves into the source tree), the tree's."""
     from pathlib import Path
     here = Path(__file__).resolve().parent
     installed, source = here / folder, here.parent / SOURCE_FOLDERS[folder]

@@ -7,8 +7,10 @@ Each benchmark is a module ``verif/tb/bench_<name>.py`` with
 ``report(figures: dict) -> str``
     the figures as a plain-text table for the terminal.
 
-found by that name (no list to edit): a block's benchmark sits beside its testbench. Figures are measured in one run, as ratios where the machine
-could skew them; nothing here times wall-clock seconds as a performance figure.
+found by that name (no list to edit): a block's benchmark sits beside its testbench. Figures
+are measured in one run, as ratios where the machine could skew them; nothing here times
+wall-clock seconds as a performance figure. The benchmarks share their seed (``SEED``) and
+report headings through :mod:`spartan_rtl.tb.benchmark`, never through this driver.
 """
 
 from __future__ import annotations
@@ -34,9 +36,6 @@ def _discover():
 
 
 BENCHES = _discover()
-#: Every benchmark's simulation seed (cocotb's ``RANDOM_SEED``, and the NumPy generators drawn
-#: from it): the figures repeat from run to run, and docs/results.md with them.
-SEED = 2021
 
 
 def names():
@@ -67,11 +66,3 @@ def run(selected=None, quick=False, json_path=None, echo=None):
     if json_path:
         Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
     return results
-
-
-def block_config(block, params, keys=None):
-    """``gemm (k=64, n=64, ...)``: the block a report's rows come from and the parameters it
-    was built with (``keys``: the ones that set its figures; default all), so a table read on
-    its own (docs/results.md, a CI log) still says what it measured."""
-    shown = params if keys is None else {key: params[key] for key in keys}
-    return f"{block} ({', '.join(f'{key}={value}' for key, value in shown.items())})"

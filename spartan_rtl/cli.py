@@ -11,36 +11,28 @@ parsed here. Each command's work is done in the modules it imports on use.
 from __future__ import annotations
 
 import argparse
-import errno
-import os
-import stat
 import sys
 import traceback
 from pathlib import Path
 
-import tomllib
-
 from . import __version__
 from .hw import blocks
 from .hw.params import derived, not_one_of
+from .usage import (
+    Bug,
+    UsageError,
+    add_param_options,
+    as_usage,
+    block_values,
+    check_output_file,
+    parse_sets,
+    read_config,
+    require_modules,
+    write_output_file,
+)
 
 EXIT_USAGE = 2
 EXIT_BUG = 70  # EX_SOFTWARE of sysexits.h: an internal software error
-
-#: A ``--config`` file larger than this is no parameter file (and reading ``/dev/zero`` would
-#: never end).
-CONFIG_MAX_BYTES = 1 << 20
-
-#: TOML tables and arrays nested deeper than this hold no parameter set.
-CONFIG_MAX_DEPTH = 16
-
-
-class UsageError(Exception):
-    """A mistake in what the user asked for: reported in one line, exit status 2."""
-
-
-class Bug(Exception):
-    """An internal error while doing what a checked request asked: exit status 70."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -60,80 +52,8 @@ def one_line(text):
                    for c in text)
 
 
-def parse_sets(block, items):
-    values = {}
-    for item in items or ():
-        name, sep, text = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--set must be NAME=VALUE, not {item!r}")
-        values[name.strip()] = block.param(name.strip()).parse(text.strip())
-    return values
-
-
-def _depth(value):
-    """Nesting depth of TOML tables and arrays, without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth <= CONFIG_MAX_DEPTH:
-            children = item.values() if isinstance(item, dict) else \
-                item if isinstance(item, list) else ()
-            stack += [(child, depth + 1) for child in children]
-    return deepest
-
-
-def read_config(path):
-    """Parameters from a TOML file: top-level ``name = value`` pairs, and those of a
-    ``[params]`` table if there is one (a ``params`` that is no table is an unknown name)."""
-    what = "--config must be a readable TOML file"
-    try:
-        # stat before open: opening a named pipe would wait for a writer forever.
-        mode = os.stat(path).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(mode):
-            raise UsageError(f"{what}, not {str(path)!r} (no regular file)")
-        with open(path, "rb") as f:
-            raw = f.read(CONFIG_MAX_BYTES + 1)
-    except OSError as e:
-        raise UsageError(f"{what}, not {str(path)!r} ({e.strerror})") from None
-    if len(raw) > CONFIG_MAX_BYTES:
-        raise UsageError(f"{what} of at most {CONFIG_MAX_BYTES} bytes, not {str(path)!r}")
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{what} in UTF-8, not {str(path)!r} (byte {e.start})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{what}, not {str(path)!r} ({e})") from None
-    except RecursionError:
-        raise UsageError(f"{what} nested at most {CONFIG_MAX_DEPTH} deep, not "
-                         f"{str(path)!r}") from None
-    if _depth(doc) > CONFIG_MAX_DEPTH:
-        raise UsageError(f"{what} nested at most {CONFIG_MAX_DEPTH} deep, not {str(path)!r}")
-    values = dict(doc)
-    if isinstance(doc.get("params"), dict):
-        values.update(values.pop("params"))
-    return values
-
-
-def block_values(block, config, sets):
-    """The checked parameters from ``--config`` and ``--set``; any mistake is a UsageError."""
-    values = read_config(config) if config else {}
-    values.update(_as_usage(parse_sets, block, sets))
-    return _as_usage(block.resolve, values)
-
-
-def _as_usage(function, *args, **kwargs):
-    """Run a check of what the user gave; its ``ValueError``/``TypeError`` is a usage error."""
-    try:
-        return function(*args, **kwargs)
-    except (ValueError, TypeError) as e:
-        raise UsageError(str(e)) from None
-
-
 def cmd_list(args):
-    chosen = [_as_usage(blocks.get, args.block)] if args.block else blocks.BLOCKS.values()
+    chosen = [as_usage(blocks.get, args.block)] if args.block else blocks.BLOCKS.values()
     for block in chosen:
         print(f"{block.name}  (top {block.top}): {block.summary}")
         for i, p in enumerate(block.params):
@@ -141,6 +61,8 @@ def cmd_list(args):
             rule = derived(p, [q.name for q in block.params[:i]])
             follows = f"; when not set: {rule.describe(p)}" if rule else ""
             print(f"    {p.name:<16} default {default!s:<8} {p.what}; {p.doc}{follows}")
+        if block.size_bound is not None:
+            print(f"    {'(size bound)':<16} {block.size_bound.describe()}")
     return 0
 
 
@@ -149,17 +71,17 @@ def _generate(block_name, *, config=None, sets=(), values=None, name=None, clock
     """Every user input checked first (block, parameters, name, clock, output paths); then the
     work, where any failure but a write error is a :class:`Bug`."""
     from .hw import emit, ip
-    block = _as_usage(blocks.get, block_name)
+    block = as_usage(blocks.get, block_name)
     if not str(out_dir):
         raise UsageError("-o must be a directory path, not ''")
-    top = _as_usage(ip.check_name, name, "--name") if name is not None else block.top
-    clock_mhz = _as_usage(ip.check_clock_mhz, clock_mhz)
+    top = as_usage(ip.check_name, name, "--name") if name is not None else block.top
+    clock_mhz = as_usage(ip.check_clock_mhz, clock_mhz)
     given = dict(values or {})
     if config:
         given.update(read_config(config))
-    given.update(_as_usage(parse_sets, block, sets))
-    params = _as_usage(block.resolve, given)
-    _as_usage(emit.check_outputs, [Path(out_dir) / f for f in ip.output_names(top)])
+    given.update(as_usage(parse_sets, block, sets))
+    params = as_usage(block.resolve, given)
+    as_usage(emit.check_outputs, [Path(out_dir) / f for f in ip.output_names(top)])
     try:
         return emit.generate(block, params, out_dir, name=top, clock_mhz=clock_mhz,
                              axi_names=axi_names, core_vlnv=core_vlnv)
@@ -211,30 +133,6 @@ def cmd_fusesoc_gen(args):
                           core_vlnv=doc["vlnv"]):
         print(path)
     return 0
-
-
-def check_output_file(path, option, new_folders=False):
-    """UsageError unless a file can be written at ``path``: checked before any work, so a typo
-    in an output path costs nothing and leaves nothing. Its folder must exist (or, with
-    ``new_folders``, be a path where one can be created); see ``emit.check_outputs`` for the
-    rest. Changes nothing."""
-    from .hw import emit
-    if not str(path):
-        raise UsageError(f"{option} must be a file path, not ''")
-    _as_usage(emit.check_outputs, [Path(path)], option)
-    folder = Path(os.path.abspath(path)).parent
-    if not new_folders and not folder.is_dir():
-        raise UsageError(f"{option} must be a file in an existing folder, not {str(path)!r} "
-                         f"({str(folder)!r} does not exist)")
-
-
-def write_output_file(path, text, option):
-    """Write ``text`` to ``path`` whole or not at all (mode 0644), as ``generate`` does."""
-    from .hw import emit
-    try:
-        emit.write_atomically({Path(path): text}, option)
-    except emit.OutputError as e:
-        raise UsageError(str(e)) from None
 
 
 def cmd_bench(args):
@@ -344,9 +242,9 @@ def cmd_estimate(args):
     for item in args.engine_set or ():
         if "=" not in item or not item.partition("=")[0]:
             raise UsageError(f"--engine-set must be NAME=VALUE, not {item!r}")
-    engine_values = _as_usage(parse_sets, blocks.get("engine"), args.engine_set)
-    engine = EngineTiming.of(_as_usage(blocks.get("engine").resolve, engine_values))
-    opts = _as_usage(estimate.Options, timing, rows=args.rows, threshold=args.threshold)
+    engine_values = as_usage(parse_sets, blocks.get("engine"), args.engine_set)
+    engine = EngineTiming.of(as_usage(blocks.get("engine").resolve, engine_values))
+    opts = as_usage(estimate.Options, timing, rows=args.rows, threshold=args.threshold)
     if args.samples < 1:
         raise UsageError(f"--samples must be a positive integer, not {args.samples}")
     docs = []
@@ -366,12 +264,6 @@ def cmd_estimate(args):
 def number(text):
     """An integer in any base Python reads (``240``, ``0xf0``)."""
     return int(text, 0)
-
-
-def add_param_options(parser):
-    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
-                        help="set a parameter (repeatable)")
-    parser.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file")
 
 
 def _version():
@@ -481,22 +373,6 @@ def require_extra(command):
         require_modules(f"spartan {command}", *EXTRAS[command])
 
 
-def require_modules(what, extra, modules):
-    """UsageError saying that ``what`` needs ``extra`` when one of ``modules`` is absent."""
-    from importlib.util import find_spec
-
-    def absent(module):
-        try:
-            return find_spec(module) is None
-        except ModuleNotFoundError:    # its parent package is missing
-            return True
-
-    missing = [m for m in modules if absent(m)]
-    if missing:
-        raise UsageError(f"{what} needs the '{extra}' extra (module {missing[0]} is "
-                         f"missing): pip install 'spartan-rtl[{extra}]'")
-
-
 def main(argv=None):
     debug, argv = _split_debug(argv)
     args = None
@@ -518,7 +394,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # ``python -m spartan_rtl.cli``: run the module as imported, spartan_rtl.cli, not this
-    # second copy (__main__), whose UsageError the other modules' commands do not raise.
-    from spartan_rtl.cli import main as imported_main
-    sys.exit(imported_main())
+    # ``python -m spartan_rtl.cli``: this second copy of the module (__main__) catches the
+    # commands' UsageError too, since every module raises the one of spartan_rtl.usage.
+    sys.exit(main())

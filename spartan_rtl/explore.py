@@ -276,7 +276,7 @@ def add_parser(sub):
 
 
 def _usage(message):
-    from .cli import UsageError
+    from .usage import UsageError
     return UsageError(message)
 
 
@@ -314,8 +314,8 @@ def _check_store(path):
     """The store's path: a new file, or an SQLite file (nothing else is overwritten)."""
     from pathlib import Path
 
-    from .cli import check_output_file
     from .store import DEFAULT_PATH
+    from .usage import check_output_file
     path = Path(path) if path is not None else DEFAULT_PATH
     check_output_file(path, "--store", new_folders=True)
     if path.is_file() and path.stat().st_size:
@@ -346,9 +346,9 @@ def check_request(args):
     candidates; any mistake is one UsageError."""
     import hashlib
 
-    from .cli import check_output_file, require_modules
     from .explore_jobs import MAX_CANDIDATES, candidates
     from .golden import traces
+    from .usage import check_output_file, require_modules
     _check_numbers(args)
     ranges = parse_ranges(args.set)
     if args.plot is not None:

@@ -52,7 +52,7 @@ def add_parser(sub):
 
 
 def cmd_fusesoc_library(args):
-    from .cli import Bug, check_output_file, write_output_file
+    from .usage import Bug, check_output_file, write_output_file
     path = Path(args.folder) / CORE_NAME
     check_output_file(path, "DIR", new_folders=True)
     try:

@@ -186,8 +186,9 @@ def build(block_name, values=None, *, sim="verilator", waves=False, verilog=None
         if coverage:
             build_args += COVERAGE_ARGS
         models = json.loads((build_dir / f"{block.top}.json").read_text())["sim_models"]
-        runner.build(sources=[verilog_path, *(build_dir / f for f in models)], hdl_toplevel=block.top, build_dir=build_dir,
-                     build_args=build_args, timescale=TIMESCALE, waves=waves, always=False,
+        runner.build(sources=[verilog_path, *(build_dir / f for f in models)],
+                     hdl_toplevel=block.top, build_dir=build_dir, build_args=build_args,
+                     timescale=TIMESCALE, waves=waves, always=False,
                      log_file=build_dir / "build.log")
     return build_dir, json.loads((build_dir / f"{block.top}.json").read_text()), runner
 

@@ -8,9 +8,9 @@ the simulation log::
 
 The standard stimulus is the block's own testbench test (``verif/tb/tb_<block>.py``), by default
 the test and arguments its profile names (``PROFILE.stimulus``, by default ``random_traffic``);
-a block without one gets the generic manifest-driven stimulus of :mod:`spartan_rtl.tb.tb_streams`. The testbench's scoreboard runs as
-in ``make test``: a failure still leaves the waveform. The last line printed is the verdict:
-``PASS``, or ``FAIL <reason>`` with exit status 1.
+a block without one gets the generic manifest-driven stimulus of :mod:`spartan_rtl.tb.tb_streams`.
+The testbench's scoreboard runs as in ``make test``: a failure still leaves the waveform. The last
+line printed is the verdict: ``PASS``, or ``FAIL <reason>`` with exit status 1.
 
 FST: the simulators here write VCD (Verilator's FST writer needs liblz4-dev at build time, and
 ``spartan waves`` reads VCD); ``--waves fst`` converts the VCD with GTKWave's ``vcd2fst`` and
@@ -101,7 +101,7 @@ def write_gtkw(path, dump, doc):
 
 
 def add_parser(sub):
-    from spartan_rtl.cli import add_param_options
+    from spartan_rtl.usage import add_param_options
     p = sub.add_parser("sim", help="run a block's standard stimulus and keep its waveform",
                        description="Simulate BLOCK with its standard stimulus; write DIR/dump.vcd "
                        "(or .fst), DIR/<block>.gtkw, the manifest and sim.log.")
@@ -122,14 +122,14 @@ def add_parser(sub):
 
 
 def cmd_sim(args):
-    from spartan_rtl.cli import UsageError, _as_usage, block_values
     from spartan_rtl.hw import blocks, emit
+    from spartan_rtl.usage import UsageError, as_usage, block_values
 
     from . import runner, toolchain
 
     # Every input, the output folder included, is checked before the build: a mistake costs
     # nothing and leaves nothing.
-    block = _as_usage(blocks.get, args.block)
+    block = as_usage(blocks.get, args.block)
     values = block_values(block, args.config, args.set)
     if args.seed is not None and not 0 <= args.seed < 2 ** 32:
         raise UsageError(f"--seed must be an integer from 0 to {2 ** 32 - 1}, not {args.seed}")
@@ -142,9 +142,9 @@ def cmd_sim(args):
     if args.sim == "icarus" and not toolchain.icarus_available():
         raise UsageError(toolchain.ICARUS_HINT)
     out = Path(args.output or Path("waves") / block.name)
-    _as_usage(emit.check_outputs, [out / name for name in (
+    as_usage(emit.check_outputs, [out / name for name in (
         "dump.vcd", "dump.fst", "sim.log", f"{block.top}.json", f"{block.name}.gtkw")], "-o")
-    module, test, test_args = _as_usage(stimulus, block.name, args.test)
+    module, test, test_args = as_usage(stimulus, block.name, args.test)
     if args.cycles:
         test_args["max_cycles"] = args.cycles
     seed = args.seed if args.seed is not None else random.randrange(2 ** 31)

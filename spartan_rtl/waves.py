@@ -14,6 +14,13 @@ Only the signals asked for (plus the clock, reset and the handshakes of the stre
 to) are parsed, and parsing stops at the end of the window, so a large file costs what the
 window costs. The CLI (:mod:`spartan_rtl.cli`) is a thin layer over :func:`open_window`,
 :func:`render_image`, :func:`render_text` and :func:`stream_report`.
+
+Buses are *decoded* where the design says how: with the block's manifest (``<top>.json``, which
+``spartan sim`` and ``spartan generate`` write; found beside the VCD or named with
+``--manifest``) a stream's ``tdata`` reads as its lanes in decimal, a mask as bits, a record as
+its fields; without it, a bus named like a mask (``mask``, ``keep``, ``strb``) reads as bits and
+anything else in hex (:class:`Decoder`). Without ``--from``/``--to``, pictures and text start at
+the first transfer out of reset (:func:`first_transfer`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +38,7 @@ from .handshake import STATES, counters, cycle_state
 from .vcd import VcdError, header, load_window, parse_time, rising_edges, values_at
 
 __all__ = ["Stream", "Window", "find_streams", "open_window", "busiest", "render_image",
-           "render_text",
+           "render_text", "Decoder", "find_manifest", "read_manifest", "first_transfer",
            "stream_report", "format_report", "STATES", "add_parser"]
 
 MEMBERS = ("tdata", "tvalid", "tready", "tlast", "tuser")
@@ -82,6 +91,167 @@ def stream_of(name, streams):
     return None
 
 
+# --- decoding buses: lanes, mask bits, record fields -----------------------------------------
+
+#: Bits of a mask per item (a row of its own when the bus is drawn split).
+MASK_CHUNK = 8
+#: Names that mark a bus of per-byte or per-element flags when no manifest says otherwise.
+MASK_WORDS = ("mask", "keep", "strb")
+#: Rows a split bus takes at most; beyond, neighbouring items share a row.
+MAX_SUBROWS = 16
+#: A manifest larger than this is no manifest.
+MANIFEST_MAX_BYTES = 16 << 20
+_TOP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_LANE = re.compile(r"lane\d+")
+
+
+def _signed(value, width):
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """How a bus reads: ``fields`` ``((label, lsb, width), ...)``, each shown as ``kind``:
+    ``"signed"`` or ``"unsigned"`` decimal, ``"hex"``, or ``"bits"`` (bit ``lsb`` first, so a
+    mask reads in column order). ``named``: on one row each item is ``label=value``;
+    ``summary`` says what the row holds (``lanes 0-7``)."""
+    fields: tuple
+    kind: str
+    summary: str
+    named: bool = False
+
+    def items(self, value):
+        """``[(label, text), ...]`` of the integer ``value``."""
+        out = []
+        for label, lsb, width in self.fields:
+            v = (value >> lsb) & ((1 << width) - 1)
+            if self.kind == "bits":
+                text = "".join("1" if v >> i & 1 else "0" for i in range(width))
+            elif self.kind == "hex":
+                text = format(v, f"0{(width + 3) // 4}x")
+            else:
+                text = str(_signed(v, width) if self.kind == "signed" else v)
+            out.append((label, text))
+        return out
+
+    def join(self, items):
+        sep = "_" if self.kind == "bits" else " "
+        return sep.join(f"{label}={text}" if self.named else text for label, text in items)
+
+
+def bits_decoder(width, lsb=0):
+    """A mask of ``width`` bits: items of :data:`MASK_CHUNK` bits, bit 0 first."""
+    if width <= MASK_CHUNK:
+        chunks = [(lsb, width)]
+    else:
+        chunks = [(lsb + lo, min(MASK_CHUNK, width - lo)) for lo in range(0, width, MASK_CHUNK)]
+    return Decoder(tuple((f"bits {lo - lsb}-{lo - lsb + w - 1}", lo, w) for lo, w in chunks),
+                   "bits", f"bits 0-{width - 1}")
+
+
+def _fields_decoder(fields, params):
+    """The decoder of one manifest field list (``[{"name", "lsb", "width"}]``), or None."""
+    try:
+        spec = tuple((str(f["name"]), int(f["lsb"]), int(f["width"])) for f in fields)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not spec or any(lsb < 0 or width < 1 for _, lsb, width in spec):
+        return None
+    if all(_LANE.fullmatch(name) for name, _, _ in spec):
+        fmt = params.get("number_format")
+        signed = params.get("signed", fmt in (None, "int")) is True
+        kind = "hex" if fmt == "fp" else "signed" if signed else "unsigned"
+        return Decoder(spec, kind, f"lanes 0-{len(spec) - 1}")
+    if len(spec) == 1 and spec[0][0] == "data":        # a mask: bit j is column j
+        return bits_decoder(spec[0][2], spec[0][1])
+    if len(spec) == 1 and spec[0][2] == 1:
+        return None                                   # one flag: drawn as it is
+    return Decoder(spec, "unsigned", "fields", named=True)
+
+
+def read_manifest(path, strict=False):
+    """The manifest at ``path`` (a JSON object with ``streams``), or None when it is none
+    (``strict``: a :class:`VcdError` naming ``--manifest`` instead)."""
+    what = "--manifest must be the JSON manifest spartan generate or spartan sim writes"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise OSError(0, "no regular file")
+        if os.path.getsize(path) > MANIFEST_MAX_BYTES:
+            raise OSError(0, f"larger than {MANIFEST_MAX_BYTES} bytes")
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        if strict:
+            why = getattr(e, "strerror", None) or type(e).__name__
+            raise VcdError(f"{what}, not {str(path)!r} ({why})") from None
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("streams"), dict) \
+            or not all(isinstance(s, dict) for s in doc["streams"].values()):
+        if strict:
+            raise VcdError(f"{what}, not {str(path)!r} (no 'streams' object)")
+        return None
+    return doc
+
+
+def manifest_mismatch(doc, hdr):
+    """Why the manifest ``doc`` does not describe the design in ``hdr``'s file, or None: each
+    of its streams' ``tdata`` must be a signal of the file, at the manifest's width."""
+    if not doc["streams"]:
+        return "it has no streams"
+    for base, s in doc["streams"].items():
+        var = hdr.vars.get(f"{base}_tdata")
+        width = s.get("tdata_width")
+        if var is None or (isinstance(width, int) and var.width != width):
+            return f"{hdr.path.name} has no {base}_tdata" + (
+                f" of {width} bits" if var is not None else "")
+    return None
+
+
+def _top_scopes(hdr):
+    tops = []
+    for v in hdr.vars.values():
+        parts = v.ref.split(".")
+        if parts[0] == "TOP" and len(parts) > 2:
+            parts = parts[1:]
+        if len(parts) > 1 and _TOP_NAME.fullmatch(parts[0]) and parts[0] not in tops:
+            tops.append(parts[0])
+    return tops
+
+
+def find_manifest(hdr):
+    """``(path, manifest)`` of the design in the VCD of ``hdr``, or ``(None, None)``:
+    ``<top>.json`` for a top-level scope of the file, in the file's folder (``spartan sim``'s
+    output) or the two above it (a test's run folder under ``sim_build/``), describing the
+    file's streams."""
+    folder = hdr.path.resolve().parent
+    for where in (folder, folder.parent, folder.parent.parent):
+        for top in _top_scopes(hdr):
+            path = where / f"{top}.json"
+            doc = read_manifest(path)
+            if doc is not None and manifest_mismatch(doc, hdr) is None:
+                return path, doc
+    return None, None
+
+
+def decoders(names, widths, doc=None):
+    """``{name: Decoder}`` for the buses among ``names``: a stream's ``tdata`` and ``tuser``
+    as the manifest ``doc`` gives their fields; other buses named like a mask, as bits."""
+    out = {}
+    params = doc.get("params") if doc else None
+    params = params if isinstance(params, dict) else {}
+    for base, s in (doc or {}).get("streams", {}).items():
+        for member, key in (("tdata", "fields"), ("tuser", "tuser")):
+            name = f"{base}_{member}"
+            if name in names and isinstance(s.get(key), list):
+                dec = _fields_decoder(s[key], params)
+                if dec is not None and all(lsb + w <= widths[name] for _, lsb, w in dec.fields):
+                    out[name] = dec
+    for name in names:
+        leaf = name.rsplit(".", 1)[-1].lower()
+        if name not in out and widths[name] > 1 and any(w in leaf for w in MASK_WORDS):
+            out[name] = bits_decoder(widths[name])
+    return out
+
+
 @dataclass
 class Window:
     """The sampled signals of one window: ``edges`` (VCD times of the rising clock edges in the
@@ -97,6 +267,8 @@ class Window:
     values: dict
     streams: list        # streams whose handshakes are known in this window
     reset: str | None
+    decoders: dict = None    # name -> Decoder of the buses that are decoded (:func:`decoders`)
+    manifest: Path | None = None   # the manifest they come from
 
     def ns(self, k):
         return self.edges[k] * self.unit_ns
@@ -125,6 +297,33 @@ class Window:
             return vals
         valid = self.values[s.valid]
         return [v if valid[k] else DONT_CARE for k, v in enumerate(vals)]
+
+    def bus_rows(self, name):
+        """Bus ``name`` as rows of texts, one per cycle (:data:`DONT_CARE`, None for X/Z):
+        ``(joined, split)``. ``joined`` is one row ``(label, kind, texts)`` with every item
+        of a cycle (hex when the bus is not decoded); ``split`` one row per item (neighbours
+        share one when there are more than :data:`MAX_SUBROWS`), or None when there is one
+        item. ``kind`` tells how a text too long for its box is cut (:func:`_cut`)."""
+        vals = self.shown(name)
+        dec = (self.decoders or {}).get(name)
+        if dec is None:
+            texts = [v if v is None or v == DONT_CARE else format(v, "x") for v in vals]
+            return (None, "hex", texts), None
+        items = [v if v is None or v == DONT_CARE else dec.items(v) for v in vals]
+        multi = len(dec.fields) > 1
+        joined = (dec.summary, "list" if multi else dec.kind,
+                  [v if v is None or v == DONT_CARE else dec.join(v) for v in items])
+        if not multi:
+            return joined, None
+        per = -(-len(dec.fields) // MAX_SUBROWS)
+        split = []
+        for lo in range(0, len(dec.fields), per):
+            labels = [f[0] for f in dec.fields[lo:lo + per]]
+            label = labels[0] if per == 1 else f"{labels[0]}..{labels[-1]}"
+            split.append((label, dec.kind if per == 1 else "list",
+                          [v if v is None or v == DONT_CARE else
+                           v[lo][1] if per == 1 else dec.join(v[lo:lo + per]) for v in items]))
+        return joined, split
 
 
 def _default_signals(hdr, streams):
@@ -169,11 +368,23 @@ def _period(hdr, clock, from_ns):
     return diffs[len(diffs) // 2], (later[0] if later else None)
 
 
-def open_window(path, globs=None, start=None, stop=None, *, clock="clk", cycles=DEFAULT_CYCLES):
+def open_window(path, globs=None, start=None, stop=None, *, clock="clk", cycles=DEFAULT_CYCLES,
+                manifest="auto"):
     """Parse ``path`` for the signals matching ``globs`` (default: every port, streams grouped)
     between times ``start`` and ``stop`` (strings like ``"1200ns"``, or ns numbers; both
-    optional). Without ``stop``, ``cycles`` cycles from ``start`` (``None``: to the end)."""
+    optional). Without ``stop``, ``cycles`` cycles from ``start`` (``None``: to the end).
+    ``manifest``: the block's manifest to decode buses with (a path), ``"auto"`` to look for it
+    beside the file (:func:`find_manifest`), or None."""
     hdr = header(path)
+    doc = None
+    if manifest == "auto":
+        manifest, doc = find_manifest(hdr)
+    elif manifest is not None:
+        doc = read_manifest(manifest, strict=True)
+        why = manifest_mismatch(doc, hdr)
+        if why:
+            raise VcdError(f"--manifest must describe the design in {hdr.path.name}, not "
+                           f"{str(manifest)!r} ({why})")
     from_ns = parse_time(start, "--from") if isinstance(start, str) else float(start or 0.0)
     to_ns = parse_time(stop, "--to") if isinstance(stop, str) else stop
     if to_ns is not None and to_ns <= from_ns:
@@ -207,7 +418,8 @@ def open_window(path, globs=None, start=None, stop=None, *, clock="clk", cycles=
     values = {n: values_at(tvs[n], edges) for n in needed}
     widths = {n: hdr.vars[n].width for n in needed}
     return Window(hdr.path, hdr.unit_ns, edges, picked[0], period, shown, widths, values,
-                  marked, reset)
+                  marked, reset, decoders(shown, widths, doc),
+                  Path(manifest) if doc is not None else None)
 
 
 def busiest(path, cycles=DEFAULT_CYCLES, *, clock="clk"):
@@ -217,7 +429,8 @@ def busiest(path, cycles=DEFAULT_CYCLES, *, clock="clk"):
     hdr = header(path)
     if not find_streams(n for n, v in hdr.vars.items() if v.is_port):
         raise VcdError(f"--busiest needs AXI4-Stream ports (*_tvalid, *_tready) in {hdr.path.name}")
-    win = open_window(path, ["*_tvalid", "*_tready"], None, None, clock=clock, cycles=None)
+    win = open_window(path, ["*_tvalid", "*_tready"], None, None, clock=clock, cycles=None,
+                      manifest=None)
     n, m = len(win.edges), len(win.streams)
     # prefix[k][i]: transfers of stream i before cycle k (reset cycles count none)
     prefix = [[0] * m]
@@ -235,6 +448,38 @@ def busiest(path, cycles=DEFAULT_CYCLES, *, clock="clk"):
             best, best_score = start, score
     half = win.period_ns / 2
     return win.ns(best) - half, win.ns(best + width - 1) + half
+
+
+def first_transfer(path, *, clock="clk"):
+    """Half a clock period before the first rising edge out of reset at which a stream
+    transfers (valid & ready), in ns: where pictures and text start without ``--from``. None
+    when no stream ever transfers (or there is no stream or no clock). Reads the file only as
+    far as that edge (a span growing fourfold until the edge is in it or the file ends)."""
+    hdr = header(path)
+    streams = find_streams(n for n, v in hdr.vars.items() if v.is_port)
+    if not streams or clock not in hdr.vars:
+        return None
+    reset = "rst" if "rst" in hdr.vars else None
+    names = list(dict.fromkeys([clock] + ([reset] if reset else [])
+                               + [m for s in streams for m in (s.valid, s.ready)]))
+    horizon = 1000.0
+    while True:
+        tvs = load_window(hdr, names, to_ns=horizon)
+        ended = horizon is None or not tvs[clock] or hdr.ns(tvs[clock][-1][0]) < horizon / 2
+        edges = rising_edges(tvs[clock])
+        vals = {n: values_at(tvs[n], edges) for n in names}
+        for k in range(len(edges)):
+            if reset and vals[reset][k] != 0:
+                continue
+            if any(cycle_state(vals[s.valid][k], vals[s.ready][k]) == "transfer"
+                   for s in streams):
+                diffs = sorted(b - a for a, b in zip(edges, edges[1:]))
+                half = hdr.ns(diffs[len(diffs) // 2]) / 2 if diffs else 0.0
+                return max(hdr.ns(edges[k]) - half, 0.0)
+        if horizon is None:
+            return None
+        # The clock stopped well before the span's end: read the rest of the file once.
+        horizon = None if ended else horizon * 4
 
 
 # --- the utilisation report ------------------------------------------------------------------
@@ -292,12 +537,6 @@ def format_report(rep):
 
 # --- pictures --------------------------------------------------------------------------------
 
-def _hex(value, width):
-    if value is None:
-        return "x"
-    return format(value, "x")
-
-
 def _segments(vals, breaks=frozenset()):
     """Runs of equal values: ``[(start, end, value), ...]`` (end exclusive); a run also ends
     before every cycle in ``breaks``."""
@@ -313,16 +552,91 @@ _COLOURS = {"transfer": "#2ca02c", "stall": "#d62728", "starved": "#1f77b4", "id
 _ALPHA = {"transfer": 0.28, "stall": 0.30, "starved": 0.12}
 
 
-def _rows(win):
-    """Display rows: ``("group", stream)`` headers and ``("signal", name)``."""
+#: Widest cycle of a picture (inches) and of text (characters) when a split bus asks for room.
+CELL_CAP_IN = 0.67
+CELL_CAP_TEXT = 8
+
+
+def _approx(value):
+    """Shorter forms of a large integer, most precise first: ``~-1.2M``, ``~-1M``."""
+    for unit, scale in (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
+                        ("M", 10**6), ("k", 10**3)):
+        if abs(value) >= scale:
+            q = value / scale
+            return [f"~{q:.1f}{unit}", f"~{q:.0f}{unit}"]
+    return []
+
+
+def _cut(text, room, kind, mark):
+    """``text`` in at most ``room`` characters: whole when it fits; else a decimal number
+    approximated (``~1.2M``, or ``mark``), hex keeping its low digits after ``mark`` (lane 0 is
+    the low end), bits and lists of items keeping their start (bit 0, lane 0) before ``mark``."""
+    if len(text) <= room:
+        return text
+    if room <= 0:
+        return ""
+    if kind in ("signed", "unsigned"):
+        return next((a for a in _approx(int(text)) if len(a) <= room), mark)
+    if kind == "hex":
+        return mark + text[-(room - 1):] if room > 1 else mark
+    return text[:room - 1] + mark
+
+
+def _fits(texts, breaks, room):
+    """Whether each text of a row fits its box (``room(cycles)`` characters)."""
+    return all(t is None or t == DONT_CARE or len(t) <= room(b - a)
+               for a, b, t in _segments(texts, breaks))
+
+
+def _bus_layout(win, room, base, cap, need):
+    """``(cell, {bus: rows})``: the width of a cycle (``base``, or wider, up to ``cap``, so that
+    the longest item of a split bus fits one cycle: ``need(characters)``) and each bus's rows
+    (:meth:`Window.bus_rows`): one row when every cycle's whole text fits its box
+    (``room(cell, cycles)`` characters), else one per item."""
+    layouts = {n: win.bus_rows(n) for n in win.signals if win.widths[n] > 1}
+    breaks = {n: win.beat_starts(n) for n in layouts}
+
+    def fits(name, row, cell):
+        return _fits(row[2], breaks[name], lambda cycles: room(cell, cycles))
+
+    cell = base
+    for name, (joined, split) in layouts.items():
+        if split and not fits(name, joined, base):
+            longest = max((len(t) for r in split for t in r[2] if t not in (None, DONT_CARE)),
+                          default=1)
+            cell = max(cell, min(cap, need(longest)))
+    return cell, {name: [joined] if not split or fits(name, joined, cell) else split
+                  for name, (joined, split) in layouts.items()}
+
+
+def _rows(win, bus=None):
+    """Display rows: ``("group", stream)`` headers, ``("signal", name)`` for one-bit signals and
+    ``("bus", (name, i, row, count))`` for row ``i`` of ``count`` of a bus (``bus``: the rows of
+    :func:`_bus_layout`; default: every bus on one row)."""
     rows, current = [], object()
     for name in win.signals:
         s = stream_of(name, win.streams)
         if s is not current:
             rows.append(("group", s))
             current = s
-        rows.append(("signal", name))
+        if win.widths[name] == 1:
+            rows.append(("signal", name))
+            continue
+        mine = bus[name] if bus is not None else [win.bus_rows(name)[0]]
+        rows += [("bus", (name, i, row, len(mine))) for i, row in enumerate(mine)]
     return rows
+
+
+def _label(win, kind, item, text=False):
+    """A row's label: the signal's name (and a bus's range in a picture), a decoded row's
+    contents (``lanes 0-7``, ``lane3``), later rows of a split bus only their item."""
+    if kind != "bus":
+        return item
+    name, i, (label, _, _), _ = item
+    if i:
+        return (" " * len(name) + " " + label) if text else label
+    head = name if text else f"{name} [{win.widths[name] - 1}:0]"
+    return head + (f" {label}" if label else "")
 
 
 def render_image(win, out):
@@ -337,13 +651,22 @@ def render_image(win, out):
     if n > MAX_PICTURE_CYCLES:
         raise VcdError(f"a picture shows at most {MAX_PICTURE_CYCLES} cycles, not {n}: narrow "
                        "--from/--to (or use --streams for the whole run)")
-    rows = _rows(win)
-    cell = max(0.26, min(0.9, 17.0 / n))          # inches per cycle
-    longest = max(len(name) + 7 for kind, name in rows if kind == "signal")
+    font, small = 7.0, 7.0                           # bus text; labels of a split bus's rows
+    char_in = font * 0.62 / 72                       # monospace digit width, inches
+    tip = 0.12                                       # a hexagon's pointed ends, cycles
+
+    def room(cell, cycles):
+        return int((cycles * cell - 2 * tip * cell - 0.02) / char_in)
+
+    cell, bus = _bus_layout(win, room, max(0.26, min(0.9, 17.0 / n)), CELL_CAP_IN,
+                            lambda chars: (chars * char_in + 0.025) / (1 - 2 * tip))
+    rows = _rows(win, bus)
+    longest = max(len(_label(win, kind, item)) for kind, item in rows if kind != "group")
     label_in = max(2.3, longest * 8 * 0.62 / 72 + 0.3)
     fig_w = label_in + n * cell + 0.3
-    row_h, group_h = 0.34, 0.30
-    heights = [group_h if kind == "group" else row_h for kind, _ in rows]
+    row_h, group_h, split_h = 0.34, 0.30, 0.26
+    heights = [group_h if kind == "group" else
+               split_h if kind == "bus" and item[3] > 1 else row_h for kind, item in rows]
     fig_h = sum(heights) + 1.25
     fig = plt.figure(figsize=(fig_w, fig_h), dpi=110)
     ax = fig.add_axes([label_in / fig_w, 0.75 / fig_h, (n * cell) / fig_w,
@@ -354,9 +677,7 @@ def render_image(win, out):
     ax.set_yticks([])
     for spine in ("left", "right", "top"):
         ax.spines[spine].set_visible(False)
-    font = 7.5
-    char_in = font * 0.62 / 72                       # monospace digit width, inches
-    y, ticks, labels = 0.0, [], []
+    y, ticks, labels, tick_sizes = 0.0, [], [], []
     group_spans = {}
     for (kind, item), h in zip(rows, heights):
         hh = h / row_h
@@ -369,16 +690,18 @@ def render_image(win, out):
                 group_spans[item.base] = [y, y + hh]
             y += hh
             continue
-        name = item
+        name = item if kind == "signal" else item[0]
         s = stream_of(name, win.streams)
         if s is not None:
             group_spans[s.base][1] = y + hh
-        top, bot, mid = y + 0.15, y + hh - 0.15, y + hh / 2
-        width = win.widths[name]
+        pad = 0.15 * hh
+        top, bot, mid = y + pad, y + hh - pad, y + hh / 2
         ticks.append(mid)
-        labels.append(name + (f" [{width - 1}:0]" if width > 1 else ""))
-        vals = win.shown(name)
-        if width == 1:
+        labels.append(_label(win, kind, item))
+        split = kind == "bus" and item[3] > 1
+        tick_sizes.append(small if split else 8)
+        if kind == "signal":
+            vals = win.shown(name)
             xs, ys, prev = [], [], None
             for k, v in enumerate(vals):
                 level = mid if v is None else (bot if v in (0, DONT_CARE) else top)
@@ -394,8 +717,9 @@ def render_image(win, out):
                 prev = dc
             ax.plot(xs, ys, color="#b0b0b0" if prev else "black", lw=1.1)
         else:
-            d = min(0.18, 0.25)
-            for a, b, v in _segments(vals, win.beat_starts(name)):
+            d = tip
+            _, cut_kind, texts = item[2]
+            for a, b, v in _segments(texts, win.beat_starts(name)):
                 if v == DONT_CARE:
                     ax.plot([a, b], [mid, mid], color="#b0b0b0", lw=1.0)
                     continue
@@ -403,14 +727,10 @@ def render_image(win, out):
                 face = "#ff9896" if v is None else "#f4f4f4"
                 ax.add_patch(Polygon(pts, closed=True, facecolor=face, edgecolor="black",
                                      lw=0.9, hatch="///" if v is None else None))
-                text = _hex(v, width)
-                room = int(((b - a) * cell - 0.06) / char_in)
-                if room < 1:
-                    continue
-                if len(text) > room:
-                    text = "…" + text[-(room - 1):] if room > 1 else "…"
-                ax.text((a + b) / 2, mid, text, ha="center", va="center", fontsize=font,
-                        family="monospace")
+                text = _cut("x" if v is None else v, room(cell, b - a), cut_kind, "…")
+                if text:
+                    ax.text((a + b) / 2, mid, text, ha="center", va="center",
+                            fontsize=font, family="monospace")
         y += hh
     # Handshake shading behind each stream's rows, and a bar at each packet's last transfer.
     for s in win.streams:
@@ -432,6 +752,8 @@ def render_image(win, out):
                                    edgecolor="none", zorder=4))
     ax.set_yticks(ticks)
     ax.set_yticklabels(labels, fontsize=8, family="monospace")
+    for tick, size in zip(ax.get_yticklabels(), tick_sizes):
+        tick.set_fontsize(size)
     ax.tick_params(axis="y", length=0)
     ax.yaxis.set_visible(True)
     for k in range(n + 1):
@@ -453,9 +775,26 @@ def render_image(win, out):
         legend.append(Patch(facecolor="#bbbbbb", alpha=0.6, label="in reset"))
     fig.legend(handles=legend, loc="upper left", ncol=len(legend), fontsize=8, frameon=False,
                bbox_to_anchor=(label_in / fig_w - 0.1 / fig_w, 1 - 0.02 / fig_h))
-    fig.text(0.005, 1 - 0.35 / fig_h, str(win.path), fontsize=8, color="#555555", va="top")
+    fig.text(0.005, 1 - 0.35 / fig_h, f"{win.path}    {_decoding_note(win)}", fontsize=8,
+             color="#555555", va="top")
     _save_atomically(fig, out)
     plt.close(fig)
+
+
+def _decoding_note(win, cut="…"):
+    """What the bus texts are: where the decoding comes from, the order of lanes and bits."""
+    decs = (win.decoders or {}).values()
+    kinds = {d.kind for d in decs if not d.named}
+    parts = []
+    if kinds & {"signed", "unsigned", "hex"}:
+        parts.append("lanes in decimal (fp lanes in hex), lane 0 first")
+    if any(d.named for d in decs):
+        parts.append("records by field")
+    if "bits" in kinds:
+        parts.append("masks as bits, bit 0 first")
+    source = f"decoded with {win.manifest.name}: " if win.manifest else ""
+    text = (source + "; ".join(parts) + "; other buses in hex") if parts else "buses in hex"
+    return f"{text}; " + ("~ = cut or rounded" if cut == "~" else f"{cut} = cut, ~ = rounded")
 
 
 def _save_atomically(fig, out):
@@ -479,15 +818,26 @@ def _save_atomically(fig, out):
 _TEXT_STATES = {"transfer": "=", "stall": "!", "starved": ".", "idle": " ", "reset": "r"}
 
 
-def render_text(win, cell=2):
-    """The window as ASCII: ``cell`` characters per cycle; one line per signal, and per stream
-    a handshake line (``==`` transfer, ``=|`` transfer with tlast, ``!!`` stall, ``..``
+def render_text(win, cell=None):
+    """The window as ASCII: ``cell`` characters per cycle (None: 2, or up to
+    :data:`CELL_CAP_TEXT` so that a split bus's items fit one cycle); one line per signal (a
+    decoded bus on one line, or one per lane or mask chunk when they do not fit), and per
+    stream a handshake line (``==`` transfer, ``=|`` transfer with tlast, ``!!`` stall, ``..``
     starved, blank idle, ``rr`` reset)."""
     n = len(win.edges)
     if n > MAX_PICTURE_CYCLES:
         raise VcdError(f"--text shows at most {MAX_PICTURE_CYCLES} cycles, not {n}: narrow "
                        "--from/--to (or use --streams for the whole run)")
-    names = [name for kind, name in _rows(win) if kind == "signal"]
+
+    def room(cell, cycles):
+        return cycles * cell - 1
+
+    if cell is None:
+        cell, bus = _bus_layout(win, room, 2, CELL_CAP_TEXT, lambda chars: chars + 1)
+    else:
+        cell, bus = _bus_layout(win, room, cell, cell, lambda chars: cell)
+    rows = _rows(win, bus)
+    names = [_label(win, kind, item, text=True) for kind, item in rows if kind != "group"]
     label_w = max([len(x) + 2 for x in names] + [len(s.base) + 10 for s in win.streams] + [6]) + 2
     lines = []
     scale = [" "] * (n * cell)
@@ -496,7 +846,7 @@ def render_text(win, cell=2):
         if (win.index0 + k) % 5 == 0 and k * cell + len(number) <= n * cell:
             scale[k * cell:k * cell + len(number)] = number
     lines.append("cycle".ljust(label_w) + "".join(scale).rstrip())
-    for kind, item in _rows(win):
+    for kind, item in rows:
         if kind == "group":
             if item is None:
                 continue
@@ -509,8 +859,8 @@ def render_text(win, cell=2):
                     row.append(_TEXT_STATES[st] * cell)
             lines.append(f"{item.base} handshake".ljust(label_w) + "".join(row).rstrip())
             continue
-        vals = win.shown(item)
-        if win.widths[item] == 1:
+        if kind == "signal":
+            vals = win.shown(item)
             row, prev = [], None
             for v in vals:
                 if v == DONT_CARE:
@@ -526,19 +876,18 @@ def render_text(win, cell=2):
             text = "".join(row)
         else:
             text = ""
-            for a, b, v in _segments(vals, win.beat_starts(item)):
+            _, cut_kind, texts = item[2]
+            for a, b, v in _segments(texts, win.beat_starts(item[0])):
                 if v == DONT_CARE:
                     text += " " * ((b - a) * cell)
                     continue
-                room = (b - a) * cell - 1
-                label = _hex(v, win.widths[item])
-                if len(label) > room:
-                    label = ("~" + label[-(room - 1):]) if room > 1 else "~"[:room]
-                text += "|" + label.ljust(room)
-        lines.append((("  " + item).ljust(label_w) + text).rstrip())
+                space = room(cell, b - a)
+                text += "|" + _cut("x" if v is None else v, space, cut_kind, "~").ljust(space)
+        lines.append((("  " + _label(win, kind, item, text=True)).ljust(label_w) + text).rstrip())
     lines.append(f"{win.path.name}: cycles {win.index0}-{win.index0 + n - 1}, "
-                 f"{win.ns(0):g}-{win.ns(n - 1):g} ns. Every {cell} characters are one cycle (the value "
-                 "its closing rising edge samples); buses in hex, ~ = leading digits cut; "
+                 f"{win.ns(0):g}-{win.ns(n - 1):g} ns. Every {cell} characters are one cycle "
+                 "(the value its closing rising edge samples); "
+                 f"{_decoding_note(win, cut='~')}; "
                  "a stream's payload is blank while its tvalid is low.")
     lines.append("handshake: = transfer, | transfer with tlast, ! stall (valid, not ready), "
                  ". starved (ready, not valid), blank idle, r reset")
@@ -556,7 +905,9 @@ def add_parser(sub):
                    help="signals to show, shell globs on names inside the design "
                         "(default: every port, streams grouped)")
     p.add_argument("--from", dest="start", metavar="T",
-                   help="window start, e.g. 200ns or 1.5us (a bare number is ns; default 0)")
+                   help="window start, e.g. 200ns or 1.5us (a bare number is ns; default: the "
+                        "first transfer out of reset for pictures and text, 0 for --streams "
+                        "and with --to)")
     p.add_argument("--to", dest="stop", metavar="T",
                    help=f"window end (default: {DEFAULT_CYCLES} cycles for pictures and text, "
                         "the end of the file for --streams)")
@@ -564,8 +915,12 @@ def add_parser(sub):
                    help=f"instead of --from/--to: the {DEFAULT_CYCLES} cycles where the most "
                         "streams transfer")
     p.add_argument("--clock", default="clk", help="clock signal (default clk)")
-    p.add_argument("--cell", type=int, default=2, metavar="N",
-                   help="with --text: characters per cycle (default 2; wider shows more hex)")
+    p.add_argument("--cell", type=int, default=None, metavar="N",
+                   help="with --text: characters per cycle (default 2, or up to "
+                        f"{CELL_CAP_TEXT} when lanes or mask bits need it; wider shows more)")
+    p.add_argument("--manifest", metavar="FILE.json",
+                   help="the block's manifest, to decode lanes and masks (default: <top>.json "
+                        "beside the VCD or up to two folders above it, when there is one)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("-o", "--output", metavar="OUT.png|OUT.svg", help="write a picture")
     what.add_argument("--text", action="store_true", help="print an ASCII rendering")
@@ -584,7 +939,7 @@ def cmd_waves(args):
     """Every problem with the request or the file is a one-line usage error (the file's, with
     the line where it stops being a VCD); the output path, and for a picture the ``waves``
     extra, are checked before the file is read."""
-    from .cli import UsageError
+    from .usage import UsageError
     try:
         return _waves(args)
     except VcdError as e:
@@ -592,13 +947,13 @@ def cmd_waves(args):
 
 
 def _waves(args):
-    from .cli import check_output_file, require_modules
+    from .usage import check_output_file, require_modules
     if args.output is not None:
         if Path(args.output).suffix.lower() not in (".png", ".svg"):
             raise VcdError(f"-o must name a .png or .svg file, not {args.output!r}")
         require_modules("spartan waves -o (a picture)", *PICTURE_EXTRA)
         check_output_file(args.output, "-o", new_folders=True)
-    if not 1 <= args.cell <= 40:
+    if args.cell is not None and not 1 <= args.cell <= 40:
         raise VcdError(f"--cell must be an integer from 1 to 40, not {args.cell}")
     if args.json and not args.streams:
         raise VcdError("--json goes with --streams")
@@ -608,7 +963,10 @@ def _waves(args):
         if start is not None or stop is not None:
             raise VcdError("--busiest chooses the window itself: leave out --from and --to")
         start, stop = busiest(args.file, DEFAULT_CYCLES, clock=args.clock)
-    win = open_window(args.file, args.signals, start, stop, clock=args.clock, cycles=cycles)
+    elif start is None and stop is None and not args.streams:
+        start = first_transfer(args.file, clock=args.clock)    # None: from the start
+    win = open_window(args.file, args.signals, start, stop, clock=args.clock, cycles=cycles,
+                      manifest=args.manifest if args.manifest is not None else "auto")
     if args.streams:
         rep = stream_report(win)
         print(json.dumps(rep, indent=2) if args.json else format_report(rep))

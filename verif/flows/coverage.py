@@ -381,8 +381,8 @@ def markdown(blocks, *, order=None, wall_s=None, tests=None):
             " and `lane_routes` in verif/tb/tb_core.py (a write to every register and window word; "
             "every column through every GEMM data lane), `route_rows` in verif/tb/tb_gemm.py's "
             "`edge_tiles` (every reachable weight-buffer read route), the `leading_zeros_<s>` "
-            "patterns of verif/tb/tb_compactor.py (every lane-to-slot crossbar route; they feed the "
-            "expander and round-trip tests too).", ""]
+            "patterns of verif/tb/tb_compactor.py (every lane-to-slot crossbar route; they feed "
+            "the expander and round-trip tests too).", ""]
     if wall_s is not None or tests is not None:
         parts = []
         if tests is not None:
@@ -517,8 +517,8 @@ def main(argv=None):
         print(f"{b:10} line {fig.line_pct:5.1f} % ({fig.line_hit}/{fig.line_total})  "
               f"toggle {fig.toggle_pct:5.1f} % ({fig.toggle_hit}/{fig.toggle_total})")
     shown = args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output
-    print(f"coverage: wrote {shown} ({unexplained} unexplained uncovered lines); annotated sources in "
-          f"{ANNOTATED.relative_to(ROOT)}/")
+    print(f"coverage: wrote {shown} ({unexplained} unexplained uncovered lines); annotated "
+          f"sources in {ANNOTATED.relative_to(ROOT)}/")
     return 0
 
 

@@ -19,10 +19,11 @@ Sites are drawn deterministically from ``--seed``: the kinds take turns, each ki
 seeded random order (so they spread over the whole file); a mutant whose text equals the
 original or an earlier mutant is skipped. Every mutant is compiled by Verilator in its own build
 directory (one that Verilator rejects is *invalid*, not killed) and runs the block's cocotb
-tests on the default configuration (its profile's ``mutant_tests``, verif/tb/profile.py). It is *killed* when a test fails or
-when the run exceeds 3x the clean design's time, and at least 60 s more (a hang; the machine is
-shared). The clean design runs first through the same subset and must pass, otherwise the
-campaign stops. A run of some blocks keeps the other blocks' results in build/mutants/.
+tests on the default configuration (its profile's ``mutant_tests``, verif/tb/profile.py). It is
+*killed* when a test fails or when the run exceeds 3x the clean design's time, and at least 60 s
+more (a hang; the machine is shared). The clean design runs first through the same subset and must
+pass, otherwise the campaign stops. A run of some blocks keeps the other blocks' results in
+build/mutants/.
 
     python -m verif.flows.mutants [BLOCK ...] [--max N] [--seed S] [--jobs J]
     python -m verif.flows.mutants --rerun-survivors [BLOCK ...]   # after adding tests for survivors
@@ -205,7 +206,6 @@ def sites(text):
     widths = _widths(lines)
     # Flops: ``q <= d;`` (memory writes have an index after the name, and are not flops).
     flops = [(i, m) for i, line in enumerate(lines) if (m := _FLOP.match(line))]
-    regs = {_name(m.group(2)) for _, m in flops}
     assigns = {}
     for i, line in enumerate(lines):
         m = _ASSIGN.match(line)
@@ -535,6 +535,33 @@ NOTES = {
         "`alternating_rows` found): random layers never ended a row's load while the other "
         "slot computed a full row. Killed by the new `row_patterns` (tb_engine.py): rows of "
         "every beat count, each after a full row.",
+    ("engine", "if (\\core.transposer.wp__en )", "if (1'h1)"):
+        "equivalent under the engine's schedule: with the enable always on, each bank writes "
+        "whatever beat the reader offers into the block being written, also beats for the "
+        "core and beats not yet taken. Those land in a block that the reader's next transposer "
+        "block then rewrites whole (dgrad: `A` beats go to the free block before the next `Wᵀ` "
+        "fills it; wgrad: a waiting `B` beat goes to the block the current tile reads, at row "
+        "0 beat 0, which that tile read first). With one block (before the second was added) "
+        "the same mutants were killed by an OP 1 layer.",
+    ("engine", "if (\\core.transposer.staged.w_port__en )", "if (1'h1)"):
+        "equivalent: the transposer issues a bank read only while its `staged` FIFO has room "
+        "for it and the one in flight (`staged.level + issued < 3` of 4), so the FIFO's inner "
+        "memory (3 entries) never holds more than 2 and the always-on write only touches the "
+        "free entry at the write pointer, which the next real write sets.",
+    ("engine", "assign _0294_[31:3] = 29'h00000000;", "assign _0294_[31:3] = 29'h1;"):
+        "equivalent: bits 31:3 of `STATUS`'s read word, which Yosys keeps as a wire; the "
+        "register read multiplexer takes only its bits 2:0 (`{29'h00000000, _0294_[2:0]}`).",
+    ("engine", "assign _0560_[16:0] = \\core.desc_n [15:0] + 3'h7;",
+     "assign _0560_[16:0] = \\core.desc_n [15:0] + 3'h6;"):
+        "`B`'s row bytes rounded up to bus words with one too few added: a row one element "
+        "past a word passes with a stride one word short. No refused descriptor had such a "
+        "row. Killed by the new case of `bad_descriptors` (tb_engine.py): `N` one element "
+        "past a word, `B_STRIDE` a word short.",
+    ("engine", "assign _0377_ = \\core.lookup_index  < 9'h100;",
+     "assign _0377_ = \\core.lookup_index  < 9'h101;"):
+        "a tile whose table entry is exactly `table_depth` (one past the table) read entry 0 "
+        "as its own: random layers never had entry 0 valid with such a tile. Killed by the new "
+        "`table_end` (tb_engine.py).",
     ("engine", "assign _0314_[0] = \\core.write_cmds.inner_level  + 1'h1;",
      "assign _0314_[0] = \\core.write_cmds.inner_level  - 1'h1;"):
         "equivalent: the write-command queue's inner level is one bit (a two-entry buffered "
@@ -572,13 +599,14 @@ def report(results):
              "(default configuration, Verilator) fail or hang (over 3x the clean run's time, "
              "and at least 60 s more). "
              "*Invalid* mutants are those Verilator refuses to build; they do not count. "
-             "How it works: docs/architecture.md, *Fault injection*.", "",
+             "How it works: docs/verification.md, *Fault injection*.", "",
              f"Seed {results['seed']}; wall time {results.get('wall_s', 0) // 60} min "
              f"{results.get('wall_s', 0) % 60} s, the sum of the blocks' (2 mutants at a time, "
              "on a 2-core machine shared with other jobs; `make mutants` runs the blocks with "
              "mutants in their profile, the core only when named: "
-             "`python -m verif.flows.mutants core --max 6`)." + (f" The survivors were run again after tests were added for them "
-                            f"(`--rerun-survivors`, {rerun} s)." if rerun else ""), "",
+             "`python -m verif.flows.mutants core --max 6`)."
+             + (f" The survivors were run again after tests were added for them "
+                f"(`--rerun-survivors`, {rerun} s)." if rerun else ""), "",
              "| block | Verilog lines | sites | mutants | invalid | killed | survived "
              "(equivalent) | killed % | killed % of non-equivalent | wall (min) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -657,7 +685,8 @@ def default_blocks():
 
 def main(argv=None):
     from spartan_rtl.hw.blocks import BLOCKS
-    p = argparse.ArgumentParser(prog="python -m verif.flows.mutants", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m verif.flows.mutants",
+                                description=__doc__.split("\n")[0])
     p.add_argument("blocks", nargs="*", metavar="BLOCK",
                    help=f"blocks (default: {' '.join(default_blocks())})")
     p.add_argument("--max", type=int, default=None,

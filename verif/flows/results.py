@@ -394,7 +394,8 @@ def write(results, path=ROOT / "docs" / "results.md"):
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(description="render docs/results.md from bench.json")
-    parser.add_argument("json", metavar="BENCH.json", help="figures written by spartan bench --json")
+    parser.add_argument("json", metavar="BENCH.json",
+                        help="figures written by spartan bench --json")
     parser.add_argument("--out", default=str(ROOT / "docs" / "results.md"), metavar="FILE.md")
     args = parser.parse_args(argv)
     for path in write(json.loads(Path(args.json).read_text()), args.out):

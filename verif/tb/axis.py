@@ -202,7 +202,8 @@ class AxisSink:
             if pending is not None:
                 assert valid, f"{self.name}: tvalid dropped before the transfer of {pending}"
                 now = self._sample()
-                assert now == pending, f"{self.name}: beat changed while stalled: {pending} -> {now}"
+                assert now == pending, \
+                    f"{self.name}: beat changed while stalled: {pending} -> {now}"
             self.cycles[cycle_state(valid, ready)] += 1
             if valid:
                 beat = self._sample()
@@ -257,7 +258,8 @@ class Bench:
         return self.manifest["streams"][name]["beat_bits"]
 
     def inputs(self):
-        return [p["name"] for p in self.manifest["ports"] if p["dir"] == "in" and p["name"] != "clk"]
+        return [p["name"] for p in self.manifest["ports"]
+                if p["dir"] == "in" and p["name"] != "clk"]
 
     async def reset(self, cycles=3):
         """Every input 0 (4-state Icarus starts them at X), ``rst`` high for ``cycles``."""

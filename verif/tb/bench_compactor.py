@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED, block_config
+from spartan_rtl.tb.benchmark import SEED, block_config
 
 DENSITIES = tuple(d / 10 for d in range(11))
 CONFIGS = (

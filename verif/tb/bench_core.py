@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED, block_config
+from spartan_rtl.tb.benchmark import SEED, block_config
 
 #: Densities (nonzero share) of the layer's 16 tiles: ReLU outputs mostly 25-70 % dense, with
 #: a few nearly dense and nearly empty tiles.

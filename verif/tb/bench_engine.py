@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED
+from spartan_rtl.tb.benchmark import SEED
 
 DENSITIES = (0.1, 0.3, 0.5, 0.7)
 

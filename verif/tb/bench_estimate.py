@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner, shipped
-from spartan_rtl.bench import SEED
 from spartan_rtl.golden import estimate, networks, traces
+from spartan_rtl.tb.benchmark import SEED
 
 SAMPLES = 32
 QUICK_SAMPLES = 4

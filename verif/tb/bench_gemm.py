@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED, block_config
+from spartan_rtl.tb.benchmark import SEED, block_config
 
 DENSITIES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 ROWS = 64

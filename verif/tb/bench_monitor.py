@@ -4,8 +4,8 @@ at several densities: the monitor must cost the data path nothing (1.0 beats/cyc
 from __future__ import annotations
 
 from spartan_rtl import runner
-from spartan_rtl.bench import SEED, block_config
 from spartan_rtl.hw import blocks
+from spartan_rtl.tb.benchmark import SEED, block_config
 
 DENSITIES = (0.0, 0.1, 0.5, 0.9, 1.0)
 

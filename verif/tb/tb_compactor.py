@@ -3,8 +3,8 @@
 Every test: random idle cycles on ``s_axis`` (with garbage ``tdata``/``tuser`` while idle, and
 random ``tuser`` on every beat but a tile's first, where it is the bypass flag), random
 back-pressure on ``m_axis_mask`` and ``m_axis_data`` independently, every mask and data beat
-compared with :func:`spartan_rtl.golden.compactor.encode_stream`, the ``error`` pulses counted, and the
-order promise checked: each row's mask transfers on an earlier edge than its first data beat.
+compared with :func:`spartan_rtl.golden.compactor.encode_stream`, the ``error`` pulses counted, and
+the order promise checked: each row's mask transfers on an earlier edge than its first data beat.
 
 The tile generators here (:func:`pattern_tiles`, :func:`random_tile`) also feed the expander and
 round-trip testbenches.

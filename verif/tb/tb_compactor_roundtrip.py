@@ -27,8 +27,9 @@ from spartan_rtl.tb.tb_compactor import ErrorCounter, ZvcTB, tile_beats
 
 
 class RoundTrip(wiring.Component):
-    """The harness (never registered for ``spartan generate``; the test adds it to the registry): a compactor feeding an
-    expander directly, so a dense stream goes in on ``s_axis`` and comes back on ``m_axis``."""
+    """The harness (never registered for ``spartan generate``; the test adds it to the registry): a
+    compactor feeding an expander directly, so a dense stream goes in on ``s_axis`` and comes back
+    on ``m_axis``."""
 
     def __init__(self, *, lanes=8, width=8, number_format="int", cols=64):
         self.compactor = Compactor(lanes=lanes, width=width, number_format=number_format,

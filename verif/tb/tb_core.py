@@ -228,7 +228,8 @@ class CoreTB:
                 f"{name} = {got[name]}, expected {self.model.counters[name]}"
         if since_cycle is not None:
             busy = self.busy_cycles_from_ports(since_cycle, until_cycle or self.cycle)
-            assert got["BUSY_CYCLES"] == busy, f"BUSY_CYCLES = {got['BUSY_CYCLES']}, ports say {busy}"
+            assert got["BUSY_CYCLES"] == busy, \
+                f"BUSY_CYCLES = {got['BUSY_CYCLES']}, ports say {busy}"
         assert got["STALL_CYCLES"] <= got["BUSY_CYCLES"] <= got["CYCLES"]
         if stalls_zero:
             assert got["STALL_CYCLES"] == 0, got["STALL_CYCLES"]
@@ -530,11 +531,11 @@ async def b_wrong_length(dut):
 def oversize_plan(p, rows_a):
     """Tiles for :func:`long_tile`, from the monitor's rule (docs/monitor.md): counts are
     ``w = bit_length(max_tile_elems)`` bits, exact up to ``cap = 2**w - 1`` elements and
-    saturated at ``cap`` beyond (ZERO_BEATS too, at its own width). ``[(rows, nnz, (nnz, elems) in the table, sparse next pass at
-    THRESHOLD 0xC0 = 75 %)]``: a tile within ``max_tile_elems`` at 50 %; one of about 1.5 cap
-    elements with 7/8 cap nonzeros (58 % really, 7/8 = 87.5 % in saturated counts: dense); the
-    same all nonzero (both counts saturate: dense); one of at least 2**w elements with cap/8
-    nonzeros (sparse either way)."""
+    saturated at ``cap`` beyond (ZERO_BEATS too, at its own width).
+    ``[(rows, nnz, (nnz, elems) in the table, sparse next pass at THRESHOLD 0xC0 = 75 %)]``: a tile
+    within ``max_tile_elems`` at 50 %; one of about 1.5 cap elements with 7/8 cap nonzeros (58 %
+    really, 7/8 = 87.5 % in saturated counts: dense); the same all nonzero (both counts saturate:
+    dense); one of at least 2**w elements with cap/8 nonzeros (sparse either way)."""
     k, cap = p["k"], (1 << p["max_tile_elems"].bit_length()) - 1
     long_rows, over_rows = -(-3 * (cap + 1) // (2 * k)), -(-(cap + 1) // k)
     return [

@@ -580,7 +580,8 @@ class EngineTB:
                 f"beats, {t['aw'] - t['b']} B; cycles since each channel last moved {idle}; "
                 f"cycles since START {self.cycle - run.start_cycle}; now "
                 + " ".join(f"{c}valid/ready={self._level(f'm_axi_{c}valid')}"
-                           f"/{self._level(f'm_axi_{c}ready')}" for c in ("ar", "r", "aw", "w", "b")))
+                           f"/{self._level(f'm_axi_{c}ready')}"
+                           for c in ("ar", "r", "aw", "w", "b")))
 
     def _level(self, name):
         return str(getattr(self.dut, name).value)
@@ -994,6 +995,10 @@ def bad_cases(tb, good):
     a0, a1 = regions["A"]
     c0, c1 = regions["C"]
     c_size = c1 - c0
+    # Rows one element past a bus word: their bytes round up to two words, so a stride of one
+    # word is short (the rounding is what the check must get right; A and C keep legal strides).
+    n_odd = w // (p["width"] // 8) + 1
+    odd = tb.min_stride(op, M, K, n_odd)
     return [
         ("OP 3", {"OP": 3}, 1),
         ("OP 3 and M 0", {"OP": 3, "M": 0}, 1),
@@ -1008,6 +1013,8 @@ def bad_cases(tb, good):
         ("C_STRIDE - 1 (also short)", {"C_STRIDE": strides["C"] - 1}, 3),
         ("A_STRIDE a word short", {"A_STRIDE": strides["A"] - w}, 4),
         ("B_STRIDE 0", {"B_STRIDE": 0}, 4),
+        (f"N {n_odd}, B_STRIDE a word short", {"N": n_odd, "A_STRIDE": odd["A"],
+                                                "B_STRIDE": odd["B"] - w, "C_STRIDE": odd["C"]}, 4),
         ("C_STRIDE a word short", {"C_STRIDE": strides["C"] - w}, 4),
         ("C_STRIDE short and C past the top", {"C_STRIDE": strides["C"] - w,
                                                "C_ADDR": TOP - w}, 4),
@@ -1153,6 +1160,27 @@ async def memory_error(dut):
 
 
 @cocotb.test()
+async def table_end(dut):
+    """A tile whose entry ``TABLE_BASE + t`` is exactly ``table_depth``, one past the table,
+    while entry 0 holds a sparse measurement: the tile has no entry (dense in auto mode), and
+    is not recorded; an index that wrapped would take entry 0's verdict."""
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    await tb.ctrl(mode=0, clear=True, forget=True)
+    await tb.set_threshold(0xFF)
+    M, K, N = 2, 1, 1                        # one tile: its measurement goes to entry 0
+    a, b = tb.operands(0, M, K, N, density=0.0)
+    await tb.run_layer(0, a, b, table_base=0)
+    M, K, N = 2, p["k"] + 1, 1               # two tiles: entries depth - 1 and depth
+    a, b = tb.operands(0, M, K, N, density=0.0)
+    for _ in range(2):
+        await tb.run_layer(0, a, b, table_base=p["table_depth"] - 1)
+    assert tb.model.decisions == [True, False], \
+        f"the model decided {tb.model.decisions}: the case is not what it tests"
+
+
+@cocotb.test()
 async def reset_mid_layer(dut):
     """``rst`` in the middle of a layer (once while it reads, once while it writes): every
     valid of the engine low after the reset edge, every register back at its reset value, the
@@ -1266,9 +1294,9 @@ PROFILE = Profile(
     mutants=0,        # the largest block: only when named
     # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
     # one random layer has two row groups (``big``), the row patterns reach every crossbar route
-    # and loader position, the refused descriptors every check, and every register is read.
-    # Run by name: ``python -m verif.flows.mutants engine --max 40``.
-    mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors"],
+    # and loader position, the refused descriptors every check, the table's end is crossed,
+    # and every register is read. Run by name: ``python -m verif.flows.mutants engine --max 40``.
+    mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end"],
                   {"layers": 3, "big": True}),
     fuzz_examples=2,
     coverage_waivers=(

@@ -1,9 +1,10 @@
 """cocotb testbench of the expander (``spartan_expander``), against golden/compactor.py.
 
 The ZVC input is made by the golden encoder from the same tiles as the compactor's tests
-(:mod:`spartan_rtl.tb.tb_compactor`), compressed and bypass (all-ones masks) interleaved; the expected
-output is :func:`spartan_rtl.golden.compactor.expand_stream`. Random idle cycles on ``s_axis_mask`` and
-``s_axis_data`` independently, random back-pressure on ``m_axis``, ``error`` pulses counted.
+(:mod:`spartan_rtl.tb.tb_compactor`), compressed and bypass (all-ones masks) interleaved; the
+expected output is :func:`spartan_rtl.golden.compactor.expand_stream`. Random idle cycles on
+``s_axis_mask`` and ``s_axis_data`` independently, random back-pressure on ``m_axis``, ``error``
+pulses counted.
 """
 
 import re

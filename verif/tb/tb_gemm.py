@@ -171,7 +171,8 @@ class GemmTB:
         # No B beat may transfer while a tile is being received (first to last mask beat).
         row = 0
         for t in self.tiles:
-            first, last = self.src_mask.sent_cycles[row], self.src_mask.sent_cycles[row + len(t) - 1]
+            sent = self.src_mask.sent_cycles
+            first, last = sent[row], sent[row + len(t) - 1]
             row += len(t)
             inside = [c for c in self.src_b.sent_cycles if first <= c <= last]
             assert not inside, f"B beats taken in cycles {inside[:4]} inside tile ({first}..{last})"
@@ -526,7 +527,8 @@ PROFILE = Profile(
                "dense-only, one bank: every group is full, so lane l is always valid and always "
                "reads copy l mod copies; this select arm (another lane, or an idle copy) is "
                "unreachable"),
-        Waiver(r"(\\core\.head \[\d+\]|\\core\.final ).*=> (core\.final|core\.o_beat|m_axis_c_tdata)",
+        Waiver(r"(\\core\.head \[\d+\]|\\core\.final ).*"
+               r"=> (core\.final|core\.o_beat|m_axis_c_tdata)",
                lambda p: not p["sparse"] and p["n_par"] == p["lanes"],
                "dense-only with n_par = lanes: no row takes the all-zero shortcut (head.zero is "
                "never set) and a C word is one beat, so every beat is final"),

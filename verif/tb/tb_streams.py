@@ -6,9 +6,9 @@ inputs stay 0. Every output's ``tdata`` pad bits are checked to be 0 (:class:`Ax
 ``spartan sim`` uses it for a block whose testbench has no ``random_traffic`` test. It checks
 nothing about the block's function (the block's own testbench does); it also takes a *census*:
 the cycles each stream spends in transfer / stall / starved / idle between two rising edges,
-counted by :class:`spartan_rtl.tb.axis.AxisSink` (outputs) and by an equivalent watcher (inputs), written
-to ``census.json`` — the reference the waveform report (``spartan waves --streams``) is tested
-against.
+counted by :class:`spartan_rtl.tb.axis.AxisSink` (outputs) and by an equivalent watcher (inputs),
+written to ``census.json`` — the reference the waveform report (``spartan waves --streams``) is
+tested against.
 
 Test arguments (``SPARTAN_ARGS``): ``beats`` per input stream (default 200), ``idle``,
 ``backpressure`` (default 0.3), ``packet`` (mean packet length in beats, default 6),

@@ -4,7 +4,7 @@
 // the design, until its response arrives, while the streams keep moving. A and B come from
 // queues (random idle cycles, garbage on tdata while tvalid is low; tvalid and the beat held
 // until taken), C goes to a sink with random back-pressure; the AXI4-Lite channels get random
-// delays too. verif/test_driver.py writes the script this program runs (one command per line,
+// delays too. verif/tests/test_driver.py writes the script this program runs (one command per line,
 // below) and checks what it prints against golden/core.py.
 //
 //   config LANES WIDTH ACC_WIDTH K N SEED IDLE_PERCENT STALL_PERCENT   (first line)

@@ -1,7 +1,7 @@
 """Property-based fuzzing (hypothesis): the profiles, the parameter-set and stimulus strategies,
 and the amaranth.sim drivers shared by verif/tests/test_fuzz.py.
 
-Profiles (``HYPOTHESIS_PROFILE``; docs/architecture.md, "Property-based fuzzing")
+Profiles (``HYPOTHESIS_PROFILE``; docs/verification.md, "Property-based fuzzing")
     ``fast`` (the default, part of ``make test``): a fixed small number of examples per
     property, derandomized (the same examples on every run and machine), no database.
     ``long`` (``make fuzz``): :data:`LONG_FACTOR` times the examples, random, failures kept in
@@ -244,7 +244,7 @@ def expected_error(block, values):
     must raise, or None when they are valid: unknown names first, then each parameter in
     declaration order (type, then range; one left out whose default follows others has that
     value), then the rules between parameters (whose "must be" wording is the block's: the
-    expression pins the name and the value)."""
+    expression pins the name and the value), then the elaboration-size bound."""
     names = [p.name for p in block.params]
     for name in values:
         if name not in names:
@@ -266,7 +266,41 @@ def expected_error(block, values):
     if broken:
         name, value = broken
         return ValueError, rf"{name} must be [^\n]+, not {re.escape(repr(value))}"
-    return None
+    return size_bound_error(block.name, full)
+
+
+#: docs/interfaces.md, "Elaboration size": the largest estimate ``spartan generate`` accepts.
+SIZE_LIMIT = 200_000
+
+
+def documented_size(block, p):
+    """The elaboration-size estimate docs/interfaces.md gives for the parameters ``p`` of
+    ``block``, or None for a block without the bound."""
+    if block not in ("gemm", "core", "engine"):
+        return None
+    k, n, lanes, width = p["k"], p["n"], p["lanes"], p["width"]
+    k_par, n_par, b_banks = p["k_par"], p["n_par"], p["b_banks"]
+    size = 32 * k + 8 * k_par * n_par + k * n * width * (k_par // b_banks) // 64
+    if k_par > 1:
+        size += (16 if b_banks > 1 else 4) * k_par * k_par
+        if p.get("sparse", True):
+            size += k * k // 2 + 8 * k * lanes
+    if block == "engine":
+        rows = p["acc_rows"]
+        size += (rows * n * p["acc_width"] + max(k, n) * max(rows, k) * width) // 32
+    return size
+
+
+def size_bound_error(block, p):
+    """The whole message's pattern when ``p`` (every rule kept) is over the size bound: a
+    parameter of the estimate, the estimate and the bound, or None."""
+    size = documented_size(block, p)
+    if size is None or size <= SIZE_LIMIT:
+        return None
+    names = ("k", "n", "k_par") + (("acc_rows",) if block == "engine" else ())
+    return ValueError, "|".join(
+        rf"(?:{name} must be [^\n]+ \(elaboration size {size}, over the bound {SIZE_LIMIT} "
+        rf"[^\n]*\), not {re.escape(repr(p[name]))})" for name in names)
 
 
 # --- amaranth.sim drivers -----------------------------------------------------------------------

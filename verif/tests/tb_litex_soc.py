@@ -3,7 +3,7 @@ core's registers and GEMM passes, driven as software would, over the SoC's Wishb
 interconnect, LiteX's Wishbone -> AXI-Lite converter, the core's AXI4-Lite slave).
 
 The core's streams are the SoC's ports under the core's names: the project's stream library
-(spartan_rtl/tb/axis.py) drives A and B with random idle cycles and C with random
+(verif/tb/axis.py) drives A and B with random idle cycles and C with random
 back-pressure, and every C element of every tile, each tile's dense/sparse decision and every
 event counter are checked against the golden model (golden/core.py). Expected register values
 are the specification's (docs/registers.md), not read from the build.
@@ -34,7 +34,7 @@ STREAM_INPUTS = ("s_axis_a_tdata", "s_axis_a_tvalid", "s_axis_a_tlast", "s_axis_
 class WishboneMaster:
     """Classic Wishbone cycles on the ``wb_*`` pins (byte address in, word address out), with
     random idle cycles before each. Drives after falling edges, samples in ReadOnly (the
-    timing discipline of spartan_rtl/tb/axis.py)."""
+    timing discipline of verif/tb/axis.py, docs/verification.md)."""
 
     def __init__(self, dut, rng, idle):
         self.dut, self.rng, self.idle = dut, rng, idle

@@ -1,8 +1,6 @@
 """The ``spartan`` command line (docs/interfaces.md#the-command-line): listing, generation,
 and one-line errors with exit status 2 and nothing written."""
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -16,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spartan_rtl.hw import blocks
+from verif.tests.helpers import TOML_TEXT, assert_usage_error, config_cases, run_cli, snapshot
 
 
 def spartan(*args, cwd=None):
@@ -33,7 +32,8 @@ def test_list_names_every_block_and_parameter():
 
 
 def test_generate_writes_verilog_and_manifest(tmp_path):
-    out = spartan("generate", "monitor", "--set", "lanes=4", "--set", "width=16", "-o", str(tmp_path))
+    out = spartan("generate", "monitor", "--set", "lanes=4", "--set", "width=16",
+                  "-o", str(tmp_path))
     assert out.returncode == 0, out.stderr
     verilog = (tmp_path / "spartan_monitor.v").read_text()
     doc = json.loads((tmp_path / "spartan_monitor.json").read_text())
@@ -84,7 +84,8 @@ def test_help_is_plain_text():
     (["generate", "monitor", "--set", "lane=4"], "not 'lane' (did you mean 'lanes'?)"),
     (["generate", "monitor", "--set", "lanes=eight"],
      "lanes must be a power of two from 1 to 64, not 'eight'"),
-    (["generate", "monitor", "--set", "width=1.5"], "width must be an integer from 1 to 64, not '1.5'"),
+    (["generate", "monitor", "--set", "width=1.5"],
+     "width must be an integer from 1 to 64, not '1.5'"),
     (["generate", "monitor", "--set", "lanes"], "--set must be NAME=VALUE, not 'lanes'"),
     (["generate", "monitor", "--config", "/nonexistent/cfg.toml"],
      "--config must be a readable TOML file, not '/nonexistent/cfg.toml'"),
@@ -94,7 +95,8 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, message):
     out = spartan(*args, "-o", str(out_dir))
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("spartan: error: ") and message in lines[0], out.stderr
+    assert len(lines) == 1 and lines[0].startswith("spartan: error: "), out.stderr
+    assert message in lines[0], out.stderr
     assert not out_dir.exists() or not any(out_dir.iterdir())
 
 
@@ -107,12 +109,14 @@ def test_bad_toml_and_bad_value_in_config(tmp_path):
     typed.write_text('lanes = "8"\n')
     out = spartan("generate", "monitor", "--config", str(typed), "-o", str(tmp_path / "o"))
     assert out.returncode == 2
-    assert out.stderr.strip() == "spartan: error: lanes must be a power of two from 1 to 64, not '8'"
+    assert out.stderr.strip() == \
+        "spartan: error: lanes must be a power of two from 1 to 64, not '8'"
 
 
 def test_generate_replaces_existing_files_whole(tmp_path):
     for lanes in (8, 2):
-        assert spartan("generate", "monitor", "--set", f"lanes={lanes}", "-o", str(tmp_path)).returncode == 0
+        out = spartan("generate", "monitor", "--set", f"lanes={lanes}", "-o", str(tmp_path))
+        assert out.returncode == 0, out.stderr
     doc = json.loads((tmp_path / "spartan_monitor.json").read_text())
     assert doc["params"]["lanes"] == 2
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -171,6 +175,103 @@ def test_gemm_constructor_derives_n_par():
     assert SparseGemm(k=32, n=32).n_par == 32 and SparseGemm(n=32, n_par=8).n_par == 8
 
 
+# --- the elaboration-size bound (docs/interfaces.md, "Elaboration size") -----------------------
+
+OVER_BOUND = [
+    # The largest GEMM `spartan list gemm` advertised: out of 6 GB after 8 minutes.
+    ("gemm", dict(lanes=1, k=1024, n=1024, k_par=64, n_par=256, b_banks=64),
+     "k must be smaller, and other parameters too (elaboration size 892928, over the bound "
+     "200000"),
+    ("gemm", dict(k_par=2, k=1024), "k must be at most 528 with the other parameters as given "
+     "(elaboration size 640016,"),
+    ("gemm", dict(k_par=64, n_par=256, n=256), "k_par must be at most 32"),
+    ("gemm", dict(k=1024, n=1024, n_par=256, width=16), "n must be at most 512"),
+    ("core", dict(k_par=2, k=1024), "k must be at most 528"),
+    ("engine", dict(acc_rows=4096), "acc_rows must be at most 2048"),
+]
+
+
+@pytest.mark.parametrize("block, values, message", OVER_BOUND)
+def test_size_bound_refuses_before_elaborating(tmp_path, block, values, message):
+    """One line naming the parameter and the bound, exit status 2, nothing written, and at
+    once: the refusal comes before anything is built."""
+    import time
+    sets = [a for name, v in values.items() for a in ("--set", f"{name}={v}")]
+    start = time.monotonic()
+    status, stdout, stderr = run_cli("generate", block, *sets, "-o", str(tmp_path / "out"))
+    assert time.monotonic() - start < 5
+    assert_usage_error(status, stdout, stderr, message, "spartan list " + block,
+                       "about 6 GB of memory and 5 minutes")
+    assert stderr.rstrip().endswith(f", not {values[stderr.split()[2]]}"), stderr
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        blocks.get(block).build(**values)
+
+
+@pytest.mark.parametrize("block, values, message", OVER_BOUND)
+def test_size_bound_suggestion_is_accepted(block, values, message):
+    """"at most V with the other parameters as given": V is accepted, the next value up of the
+    parameter is not."""
+    b = blocks.get(block)
+    with pytest.raises(ValueError) as info:
+        b.resolve(values)
+    m = re.match(r"(\w+) must be at most (\d+) with the other parameters as given", str(info.value))
+    if m is None:
+        return
+    name, best = m.group(1), int(m.group(2))
+    p = b.resolve({**values, name: best})
+    assert b.size_bound.estimate(p) <= b.size_bound.limit
+    param = b.param(name)
+    above = next(v for v in range(best + 1, values[name] + 1) if param.ok(v)
+                 and b._valid({**p, name: v}))
+    with pytest.raises(ValueError, match="elaboration size"):
+        b.resolve({**values, name: above})
+
+
+def test_size_bound_keeps_the_declared_sizes():
+    """Every block's defaults, the sizes `make synth` synthesises, the ranges `spartan explore`
+    sweeps and the sizes the tests elaborate are within the bound."""
+    import itertools
+
+    from spartan_rtl.explore_jobs import DEFAULT_RANGES
+    from spartan_rtl.hw import params
+    from verif.flows import synth
+    for block in blocks.BLOCKS.values():
+        for size in synth.sizes(block):
+            p = block.resolve(size)
+            if block.size_bound is not None:
+                assert block.size_bound.estimate(p) <= block.size_bound.limit / 4, (block, size)
+    engine, swept = blocks.get("engine"), 0
+    for values in itertools.product(*DEFAULT_RANGES.values()):
+        p = params.resolve(engine.params, dict(zip(DEFAULT_RANGES, values)))
+        if engine._valid(p):    # the combinations the engine's other rules allow
+            assert engine.size_bound.estimate(p) <= engine.size_bound.limit, p
+            swept += 1
+    assert swept > 100
+    gemm = blocks.get("gemm")
+    for values in (dict(k=1024), dict(k=1024, n=1024, n_par=256), dict(k_par=64, n_par=64),
+                   dict(k_par=2, k=256, lanes=64), dict(sparse=False, k_par=2, k=1024)):
+        gemm.resolve(values)      # measured in well under the budget (docs/interfaces.md)
+
+
+def test_list_states_the_bound():
+    out = spartan("list", "gemm")
+    line = next(x for x in out.stdout.splitlines() if x.strip().startswith("(size bound)"))
+    assert "k*n*width*(k_par/b_banks)/64" in line and "at most 200000" in line
+    assert "about 6 GB of memory and 5 minutes" in line
+    out = spartan("list")
+    bounded = [b.split()[0] for b in out.stdout.split("\n") if b and not b.startswith(" ")]
+    bounds = out.stdout.count("(size bound)")
+    assert bounds == sum(blocks.get(b).size_bound is not None for b in bounded) == 3
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "interfaces.md").read_text()
+    section = docs[docs.index("### Elaboration size"):]
+    for block in ("gemm", "engine"):
+        bound = blocks.get(block).size_bound
+        assert f"at most {bound.limit}" in section
+        for _, formula, _ in bound.terms:
+            assert formula in section, formula
+
+
 # --- list, version -------------------------------------------------------------------------
 
 def test_list_one_block():
@@ -212,41 +313,6 @@ def test_generate_writes_the_whole_set_readable_by_all(tmp_path):
 
 
 # --- one line, exit 2, nothing written ------------------------------------------------------
-
-def snapshot(folder):
-    """Every entry under ``folder`` (hidden ones too): kind, mode and bytes."""
-    folder = Path(folder)
-    if not folder.exists():
-        return None
-    state = {}
-    for path in sorted(folder.rglob("*")):
-        mode = path.lstat().st_mode
-        state[str(path.relative_to(folder))] = (
-            stat.S_IFMT(mode), stat.S_IMODE(mode),
-            path.read_bytes() if stat.S_ISREG(mode) else None)
-    return state
-
-
-def run_cli(*argv):
-    """``spartan ARGV`` in this process: (status, stdout, stderr)."""
-    from spartan_rtl import cli
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
-            status = cli.main(list(argv))
-        except SystemExit as e:  # argparse's --help and --version, as in a real run
-            status = e.code
-    return status, stdout.getvalue(), stderr.getvalue()
-
-
-def assert_usage_error(status, stdout, stderr, *fragments):
-    lines = stderr.splitlines()
-    assert status == 2 and len(lines) == 1, (status, stderr)
-    assert lines[0].startswith("spartan: error: ") and "Traceback" not in stderr, stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    assert stdout == ""
-
 
 @pytest.mark.parametrize("argv, fragment", [
     ([], "the following arguments are required: command"),
@@ -363,34 +429,6 @@ def test_internal_error_says_bug_exit_70(tmp_path, monkeypatch):
 
 # --- --config ---------------------------------------------------------------------------
 
-def config_cases(tmp):
-    cases = []
-    deep_array = tmp / "deep_array.toml"
-    deep_array.write_text("lanes = " + "[" * 5000 + "]" * 5000 + "\n")
-    cases.append((deep_array, "--config must be a readable TOML file"))
-    deep_table = tmp / "deep_table.toml"
-    deep_table.write_text("[" + ".".join(f"t{i}" for i in range(40)) + "]\nlanes = 4\n")
-    cases.append((deep_table, "nested at most 16 deep"))
-    inline = tmp / "inline.toml"
-    inline.write_text("params = " + "{a = " * 30 + "1" + "}" * 30 + "\n")
-    cases.append((inline, "nested at most 16 deep"))
-    binary = tmp / "binary.toml"
-    binary.write_bytes(b"lanes = 4\n\xff\xfe\x00garbage")
-    cases.append((binary, "in UTF-8"))
-    huge = tmp / "huge.toml"
-    huge.write_text("# " + "x" * (1 << 20) + "\n")
-    cases.append((huge, "of at most 1048576 bytes"))
-    cases.append((tmp, "(Is a directory)"))
-    cases.append((Path("/dev/zero"), "(no regular file)"))
-    wrong = tmp / "wrong.toml"
-    wrong.write_text("[params]\nlanes = 4.5\n")
-    cases.append((wrong, "lanes must be a power of two from 1 to 64, not 4.5"))
-    table = tmp / "table.toml"
-    table.write_text("[lanes]\nx = 1\n")
-    cases.append((table, "lanes must be a power of two from 1 to 64, not {'x': 1}"))
-    return cases
-
-
 def test_bad_config_files(tmp_path):
     for path, fragment in config_cases(tmp_path):
         before = snapshot(tmp_path)
@@ -453,11 +491,8 @@ def test_probe_random_arguments(tmp_path, monkeypatch, words):
     assert status in (0, 2)
 
 
-_toml_text = st.text(alphabet="lanes width=[]{}\"'.#\n0123456789xabtruefls,-+_ ", max_size=60)
-
-
 @PROBE
-@given(text=_toml_text)
+@given(text=TOML_TEXT)
 def test_probe_random_toml(tmp_path, text):
     config = tmp_path / "c.toml"
     config.write_text(text)

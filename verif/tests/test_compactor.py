@@ -16,51 +16,24 @@ from spartan_rtl.golden.compactor import (
     encode_stream,
     encode_tile,
 )
-from spartan_rtl.golden.formats import pack_beat, random_elements, unpack_beat
+from spartan_rtl.golden.formats import pack_beat, unpack_beat
 from spartan_rtl.hw import blocks
 from spartan_rtl.hw.compactor import BLOCK, Compactor
 from spartan_rtl.tb.tb_compactor_roundtrip import ROUNDTRIP_BLOCK
-from verif.tests.amsim import get_stream, put_stream
+from verif.tests.amsim import get_stream, put_stream, run_with_deadline
+from verif.tests.helpers import (
+    ZVC_AMSIM_CONFIGS,
+    ZVC_BAD_PARAMETERS,
+    ZVC_CONFIGS,
+    config_id,
+    dense_stream,
+)
 
-# lanes {1,2,8,16} x width {8,16,32} x cols {lanes, 2*lanes, 64, 256} x both formats, covered
-# so that every value of each appears (pairwise where it matters), not the full product.
-CONFIGS = [
-    dict(lanes=1, width=16, number_format="fp", cols=2),      # cols = 2*lanes
-    dict(lanes=2, width=8, number_format="int", cols=256),    # long rows, few lanes
-    dict(lanes=8, width=8, number_format="int", cols=64),     # the defaults
-    dict(lanes=16, width=32, number_format="fp", cols=16),    # cols = lanes: a row per beat
-]
-# amaranth.sim takes a minute over a 16-lane crossbar: the others, plus two more corners.
-AMSIM_CONFIGS = CONFIGS[:3] + [dict(lanes=1, width=8, number_format="int", cols=1),
-                               dict(lanes=4, width=32, number_format="fp", cols=8)]
-
-
-def config_id(config):
-    return "-".join(f"{k[0]}{v}" if k != "number_format" else v for k, v in config.items())
-
+# The parameter sets, shared with the expander: verif/tests/helpers.py.
 
 # --- parameters -------------------------------------------------------------------------
 
-BAD_PARAMETERS = [
-    (dict(lanes=3), ValueError, "lanes must be a power of two from 1 to 64, not 3"),
-    (dict(lanes=128), ValueError, "lanes must be a power of two from 1 to 64, not 128"),
-    (dict(lanes="8"), TypeError, "lanes must be a power of two from 1 to 64, not '8'"),
-    (dict(width=0), ValueError, "width must be an integer from 1 to 64, not 0"),
-    (dict(width=65), ValueError, "width must be an integer from 1 to 64, not 65"),
-    (dict(number_format="bf16"), ValueError,
-     "number_format must be one of 'int' or 'fp', not 'bf16'"),
-    (dict(number_format="fp", width=1), ValueError,
-     "width must be at least 2 for number_format 'fp', not 1"),
-    (dict(cols=0), ValueError, "cols must be an integer from 1 to 4096, not 0"),
-    (dict(cols=4097), ValueError, "cols must be an integer from 1 to 4096, not 4097"),
-    (dict(cols=64.0), TypeError, "cols must be an integer from 1 to 4096, not 64.0"),
-    (dict(cols=True), TypeError, "cols must be an integer from 1 to 4096, not True"),
-    (dict(cols=12), ValueError, "cols must be a multiple of lanes (8), not 12"),
-    (dict(lanes=64, cols=32), ValueError, "cols must be a multiple of lanes (64), not 32"),
-]
-
-
-@pytest.mark.parametrize("kwargs, error, message", BAD_PARAMETERS)
+@pytest.mark.parametrize("kwargs, error, message", ZVC_BAD_PARAMETERS)
 def test_bad_parameters(kwargs, error, message):
     with pytest.raises(error) as info:
         Compactor(**kwargs)
@@ -123,15 +96,6 @@ def test_golden_malformed_rows():
 
 # --- amaranth.sim: the component before Verilog --------------------------------------------
 
-def run_with_deadline(sim, cycles):
-    """``sim.run()``, failing instead of hanging when a testbench still waits after ``cycles``
-    clock cycles (lost beats)."""
-    steps = 0
-    while sim.advance():
-        steps += 1
-        assert steps < 4 * cycles, f"simulation still running after {cycles} cycles"
-
-
 def sim_compactor(config, beats, seed=1, idle=0.3, backpressure=0.3):
     """Drive ``beats`` ``(tdata, tlast, tuser)`` through the component; returns the mask and
     data beats as ``(tdata, tlast)`` and the number of ``error`` pulses."""
@@ -169,20 +133,7 @@ def sim_compactor(config, beats, seed=1, idle=0.3, backpressure=0.3):
     return got_masks, got_data, result["errors"]
 
 
-def dense_stream(config, tiles, rng, np_rng):
-    lanes, width, cols, fmt = (config[k] for k in ("lanes", "width", "cols", "number_format"))
-    beats = []
-    for _ in range(tiles):
-        rows = rng.randint(1, 4)
-        raw = random_elements(np_rng, (rows * cols // lanes, lanes), width,
-                              rng.choice([0.0, 0.1, 0.5, 1.0, rng.random()]), fmt)
-        bypass = int(rng.random() < 0.3)
-        beats += [(pack_beat(r, width), int(i == len(raw) - 1), bypass if i == 0 else 0)
-                  for i, r in enumerate(raw)]
-    return beats
-
-
-@pytest.mark.parametrize("config", AMSIM_CONFIGS, ids=config_id)
+@pytest.mark.parametrize("config", ZVC_AMSIM_CONFIGS, ids=config_id)
 def test_amaranth_sim(config):
     rng, np_rng = random.Random(2), np.random.default_rng(2)
     beats = dense_stream(config, 12, rng, np_rng)
@@ -252,13 +203,13 @@ def test_latency(config, nonzero):
 # --- cocotb in Verilator and Icarus --------------------------------------------------------
 
 @pytest.mark.parametrize("sim", runner.sims())
-@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+@pytest.mark.parametrize("config", ZVC_CONFIGS, ids=config_id)
 def test_compactor(config, sim):
     runner.run("compactor", "spartan_rtl.tb.tb_compactor", config, sim=sim, name="regression",
                args={"tiles": 30})
 
 
-ROUND_TRIP_CONFIGS = [CONFIGS[0], CONFIGS[2]]
+ROUND_TRIP_CONFIGS = [ZVC_CONFIGS[0], ZVC_CONFIGS[2]]
 
 
 @pytest.mark.parametrize("sim", runner.sims())

@@ -7,18 +7,15 @@ import pytest
 from spartan_rtl import runner
 from spartan_rtl.golden.core import CoreModel
 from spartan_rtl.hw.core import SpartanCore
+from verif.tests.helpers import config_id
 
 CONFIGS = [
-    dict(),  # the defaults: lanes 8, width 8, k = n = 64, k_par 4, n_par 16, table_depth 64
+    dict(),  # the defaults: lanes 8, width 8, k = n = 64, k_par 1, n_par 64, table_depth 64
     # max_tile_elems 96, three rows: the monitor's counts are 7 bits, exact to 127 elements,
     # so the testbench's long_tile reaches saturation with tiles of 4 to 6 rows.
     dict(lanes=4, width=16, signed=False, acc_width=24, k=32, n=16, k_par=4, n_par=8,
          b_banks=4, table_depth=8, max_tile_elems=96),
 ]
-
-
-def _id(config):
-    return "-".join(f"{k}{v}" for k, v in config.items()) or "defaults"
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -71,7 +68,7 @@ def test_golden_reset_keeps_weights():
 
 
 @pytest.mark.parametrize("sim", runner.sims())
-@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_core(config, sim):
     tiles = 10 if config.get("table_depth", 64) < 10 else 8
     runner.run("core", "spartan_rtl.tb.tb_core", config, sim=sim, name="regression",

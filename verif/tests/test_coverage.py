@@ -117,7 +117,8 @@ def test_report_lists_uncovered_lines_with_reasons(raw, monkeypatch):
             "**unexplained**") in text
     assert unexplained == 1 and totals["m"].line_total == 5
     from spartan_rtl.tb.profile import Profile, Waiver
-    waived = Profile(coverage_waivers=(Waiver(r"=> y$", lambda p: p["lanes"] == 4, "y's mux: why"),))
+    waiver = Waiver(r"=> y$", lambda p: p["lanes"] == 4, "y's mux: why")
+    waived = Profile(coverage_waivers=(waiver,))
     monkeypatch.setattr(coverage.profile, "of", lambda block: waived if block == "m" else Profile())
     text, _, unexplained = coverage.markdown(blocks, order=["m"])
     assert unexplained == 0 and "| cond_then | R1 |" in text

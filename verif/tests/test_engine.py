@@ -8,6 +8,7 @@ from spartan_rtl import runner
 from spartan_rtl.golden import engine as golden
 from spartan_rtl.golden.engine import EngineModel, check_descriptor, layer, layer_values, tiles
 from spartan_rtl.golden.gemm import gemm
+from verif.tests.helpers import config_id
 
 CONFIGS = [
     dict(),  # the defaults: lanes 8, width 8, k = n = 64, acc_rows 256
@@ -16,10 +17,6 @@ CONFIGS = [
     dict(lanes=4, width=16, data_width=64, signed=False, acc_width=32, k=16, n=16, n_par=16,
          acc_rows=32, max_burst=8),
 ]
-
-
-def _id(config):
-    return "-".join(f"{k}{v}" for k, v in config.items()) or "defaults"
 
 
 # --- the golden model, worked by hand ---------------------------------------------------------
@@ -275,7 +272,7 @@ def test_golden_codes_match_the_register_map():
 # --- the cocotb testbench -------------------------------------------------------------------
 
 @pytest.mark.parametrize("sim", runner.sims())
-@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_engine(config, sim):
     # Icarus runs about five times slower: fewer random layers there (the directed ones, and
     # every other test, run in both).

@@ -1,10 +1,10 @@
 """The estimator (golden/estimate.py), ``spartan estimate`` and the estimate benchmark's report.
 
 The GEMM's timing is not restated here: single tiles are timed through golden/gemm.py's API
-(:func:`spartan_rtl.golden.estimate.tile_cycles` on hand-made masks, at the block's defaults), and the tests
-pin what the estimator does with them: which operand each GEMM streams, how a layer is cut into
-tiles and chunks, which tiles run sparse, which form the weight gradient takes per slice, what a
-two-sided datapath would drop and what deciding from an earlier pass costs, all on hand-worked
+(:func:`spartan_rtl.golden.estimate.tile_cycles` on hand-made masks, at the block's defaults), and
+the tests pin what the estimator does with them: which operand each GEMM streams, how a layer is cut
+into tiles and chunks, which tiles run sparse, which form the weight gradient takes per slice, what
+a two-sided datapath would drop and what deciding from an earlier pass costs, all on hand-worked
 masks.
 """
 

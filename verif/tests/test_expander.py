@@ -12,18 +12,17 @@ from spartan_rtl import runner
 from spartan_rtl.golden.compactor import encode_stream, expand_stream
 from spartan_rtl.golden.formats import pack_beat, unpack_beat
 from spartan_rtl.hw.expander import BLOCK, Expander
-from verif.tests.amsim import get_stream, put_stream
-from verif.tests.test_compactor import (
-    AMSIM_CONFIGS,
-    BAD_PARAMETERS,
-    CONFIGS,
+from verif.tests.amsim import get_stream, put_stream, run_with_deadline
+from verif.tests.helpers import (
+    ZVC_AMSIM_CONFIGS,
+    ZVC_BAD_PARAMETERS,
+    ZVC_CONFIGS,
     config_id,
     dense_stream,
-    run_with_deadline,
 )
 
 
-@pytest.mark.parametrize("kwargs, error, message", BAD_PARAMETERS)
+@pytest.mark.parametrize("kwargs, error, message", ZVC_BAD_PARAMETERS)
 def test_bad_parameters(kwargs, error, message):
     with pytest.raises(error) as info:
         Expander(**kwargs)
@@ -85,7 +84,7 @@ def sim_expander(config, masks, data, seed=1, idle=0.3, backpressure=0.3):
         result["errors"]
 
 
-@pytest.mark.parametrize("config", AMSIM_CONFIGS, ids=config_id)
+@pytest.mark.parametrize("config", ZVC_AMSIM_CONFIGS, ids=config_id)
 def test_amaranth_sim(config):
     rng, np_rng = random.Random(3), np.random.default_rng(3)
     masks, data, _ = encode_stream(dense_stream(config, 12, rng, np_rng), **config)
@@ -101,7 +100,8 @@ def test_amaranth_sim(config):
     assert errors == 1
 
 
-@pytest.mark.parametrize("config", [CONFIGS[2], dict(lanes=4, width=8, number_format="int", cols=4)],
+@pytest.mark.parametrize("config", [ZVC_CONFIGS[2],
+                                    dict(lanes=4, width=8, number_format="int", cols=4)],
                          ids=config_id)
 def test_latency(config):
     """The manifest's latencies (``info``), output always ready, into an idle expander: a row
@@ -158,7 +158,7 @@ def test_latency(config):
 
 
 @pytest.mark.parametrize("sim", runner.sims())
-@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+@pytest.mark.parametrize("config", ZVC_CONFIGS, ids=config_id)
 def test_expander(config, sim):
     runner.run("expander", "spartan_rtl.tb.tb_expander", config, sim=sim, name="regression",
                args={"tiles": 30})

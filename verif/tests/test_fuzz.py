@@ -9,7 +9,7 @@ the documented "<name> must be <what>, not <value>" error, by ``Block.resolve``,
 component's constructor and by ``spartan generate`` (one line on stderr, exit status 2,
 nothing written).
 
-``HYPOTHESIS_PROFILE=long`` (``make fuzz``) runs many more examples; see docs/architecture.md.
+``HYPOTHESIS_PROFILE=long`` (``make fuzz``) runs many more examples; see docs/verification.md.
 """
 
 import contextlib
@@ -33,6 +33,7 @@ from spartan_rtl.hw.core import SpartanCore
 from spartan_rtl.hw.expander import Expander
 from spartan_rtl.hw.gemm import SparseGemm
 from spartan_rtl.hw.monitor import SparsityMonitor
+from verif.tests.amsim import axil_read, axil_write
 from verif.tests.fuzz import (
     VALID_PARAMS,
     count_pulses,
@@ -76,7 +77,8 @@ def test_monitor(p, tiles, idle, bp, stats_bp, seed):
     beats, firsts = [], {}
     for tile, (_, _, threshold) in zip(raw, tiles):
         firsts[len(beats)] = threshold
-        beats += [{"data": ints(row), "last": int(i == len(tile) - 1)} for i, row in enumerate(tile)]
+        beats += [{"data": ints(row), "last": int(i == len(tile) - 1)}
+                  for i, row in enumerate(tile)]
     result = {}
 
     def threshold(ctx, i):
@@ -278,41 +280,6 @@ def test_gemm(p, loads, seed, idle, bp):
 
 
 # --- core ---------------------------------------------------------------------------------
-
-async def axil_write(ctx, dut, addr, value):
-    ctx.set(dut.s_axil_awaddr, addr)
-    ctx.set(dut.s_axil_wdata, value)
-    ctx.set(dut.s_axil_wstrb, 0xF)
-    ctx.set(dut.s_axil_awvalid, 1)
-    ctx.set(dut.s_axil_wvalid, 1)
-    ctx.set(dut.s_axil_bready, 1)
-    aw = w = False
-    while not (aw and w):
-        _, _, awready, wready = await ctx.tick().sample(dut.s_axil_awready, dut.s_axil_wready)
-        aw, w = aw or awready, w or wready
-        ctx.set(dut.s_axil_awvalid, not aw)
-        ctx.set(dut.s_axil_wvalid, not w)
-    valid = 0
-    while not valid:
-        _, _, valid, resp = await ctx.tick().sample(dut.s_axil_bvalid, dut.s_axil_bresp)
-    ctx.set(dut.s_axil_bready, 0)
-    assert resp == 0, f"write {addr:#x}: bresp {resp}"
-
-
-async def axil_read(ctx, dut, addr):
-    ctx.set(dut.s_axil_araddr, addr)
-    ctx.set(dut.s_axil_arvalid, 1)
-    await ctx.tick().until(dut.s_axil_arready)
-    ctx.set(dut.s_axil_arvalid, 0)
-    ctx.set(dut.s_axil_rready, 1)
-    valid = 0
-    while not valid:
-        _, _, valid, data, resp = await ctx.tick().sample(dut.s_axil_rvalid, dut.s_axil_rdata,
-                                                          dut.s_axil_rresp)
-    ctx.set(dut.s_axil_rready, 0)
-    assert resp == 0, f"read {addr:#x}: rresp {resp}"
-    return data
-
 
 @settings(max_examples=examples("core"))
 @given(p=VALID_PARAMS["core"], seed=seeds, b_density=densities, idle=rates, bp=rates,

@@ -20,6 +20,7 @@ from spartan_rtl.golden.gemm import (
 from spartan_rtl.hw.gemm import BLOCK, SparseGemm
 from verif.tests.amsim import put_stream
 from verif.tests.amsim import simulate as am_simulate
+from verif.tests.helpers import config_id
 
 # (k_par, n_par, K, N, width, acc_width) varied together with lanes, signedness and banking.
 CONFIGS = [
@@ -38,11 +39,6 @@ CONFIGS = [
     dict(lanes=4, width=6, signed=False, acc_width=10, k=24, n=16, n_par=8, sparse=False,
          multiplier="ecp5"),
 ]
-
-
-def _id(config):
-    return "-".join(f"{k}{int(v) if isinstance(v, bool) else v}" for k, v in config.items()) \
-        or "defaults"
 
 
 # --- parameters -------------------------------------------------------------------------
@@ -119,7 +115,7 @@ def test_row_passes():
     assert row_passes(same_bank, two_copies) == (8 * 4, 8 * 3)   # 2 copies: ceil(8/2) passes
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_cycle_model_closed_form(config):
     """The stepped model equals the design document's closed formula on compute-bound tiles
     (dense rows, and rows with enough nonzeros that loads and output keep up)."""
@@ -131,7 +127,8 @@ def test_cycle_model_closed_form(config):
     tiles = [[dense] * rows for rows in (1, 2, 17, 64)]
     for density in (0.3, 0.6, 0.9):
         for _ in range(10):
-            tiles.append([int(sum(1 << int(j) for j in np.flatnonzero(rng.random(p["k"]) < density)))
+            tiles.append([int(sum(1 << int(j)
+                                  for j in np.flatnonzero(rng.random(p["k"]) < density)))
                           for _ in range(rng.integers(1, 10))])
     for masks in tiles:
         if is_compute_bound(masks, t):
@@ -210,7 +207,7 @@ def _am_run(config, tiles, b_raw, rng, *, idle=0.3, backpressure=0.3):
          sparse=False),
     dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, k_par=4, n_par=8, b_banks=2,
          sparse=False),
-], ids=_id)
+], ids=config_id)
 def test_amaranth_sim(config):
     rng = random.Random(2)
     np_rng = np.random.default_rng(2)
@@ -247,7 +244,7 @@ def test_amaranth_sim_signed_extremes():
 # --- cocotb in Verilator and Icarus --------------------------------------------------------
 
 @pytest.mark.parametrize("sim", runner.sims())
-@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_gemm(config, sim):
     runner.run("gemm", "spartan_rtl.tb.tb_gemm", config, sim=sim, name="regression",
                testcase=["random_traffic", "edge_tiles", "alternating_rows", "reset_mid_tile",

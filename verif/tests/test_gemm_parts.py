@@ -1,6 +1,7 @@
 """The broadcast GEMM's components alone (hw/gemm_broadcast.py), in amaranth.sim: each against
 what docs/gemm.md ("Broadcast datapath") says its outside does. The whole datapath is checked by
-verif/tests/test_gemm.py; these tests pin each part's contract so a part can be changed on its own."""
+verif/tests/test_gemm.py; these tests pin each part's contract so a part can be changed on its
+own."""
 
 import random
 

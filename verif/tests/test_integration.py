@@ -21,8 +21,7 @@ from amaranth.sim import Simulator
 from spartan_rtl.golden.compactor import encode_stream
 from spartan_rtl.golden.formats import pack_beat, random_elements
 from spartan_rtl.golden.monitor import tile_stats
-from verif.tests.amsim import get_stream, put_stream
-from verif.tests.test_compactor import run_with_deadline
+from verif.tests.amsim import get_stream, put_stream, run_with_deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integration.md"

@@ -34,7 +34,7 @@ import pytest
 
 from spartan_rtl.hw import blocks, ipxact
 from spartan_rtl.hw.emit import generate
-from verif.tests.test_ip import CONFIGS
+from verif.tests.helpers import IP_CONFIGS
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "verif" / "schemas" / "ipxact-1685-2014" / "index.xsd"
@@ -43,15 +43,15 @@ NS = {"ipxact": "http://www.accellera.org/XMLSchema/IPXACT/1685-2014"}
 #: case -> (block, parameters, CLI options or None for a direct ``generate``)
 CASES = {
     "core": ("core", {}, None),
-    "core_small": ("core", CONFIGS["core"][1], None),
-    "core_foo_axi": ("core", CONFIGS["core"][0], ["--name", "foo", "--axi-names"]),
+    "core_small": ("core", IP_CONFIGS["core"][1], None),
+    "core_foo_axi": ("core", IP_CONFIGS["core"][0], ["--name", "foo", "--axi-names"]),
     "engine": ("engine", {}, None),
-    "engine_small": ("engine", CONFIGS["engine"][1], None),
-    "engine_foo_axi": ("engine", CONFIGS["engine"][0], ["--name", "foo", "--axi-names"]),
-    **{block: (block, CONFIGS[block][0], None)
+    "engine_small": ("engine", IP_CONFIGS["engine"][1], None),
+    "engine_foo_axi": ("engine", IP_CONFIGS["engine"][0], ["--name", "foo", "--axi-names"]),
+    **{block: (block, IP_CONFIGS[block][0], None)
        for block in ("monitor", "compactor", "expander", "gemm")},
     # vendor primitives: their simulation models in a file set and view of their own
-    "gemm_ecp5": ("gemm", dict(CONFIGS["gemm"][0], multiplier="ecp5"), None),
+    "gemm_ecp5": ("gemm", dict(IP_CONFIGS["gemm"][0], multiplier="ecp5"), None),
 }
 
 # The logical ports of ARM's AMBA 4 abstraction definitions (amba.com:AMBA4:<bus>_rtl).
@@ -278,7 +278,7 @@ def test_reset_mapping_follows_axi_names(generated):
 @pytest.fixture(scope="module")
 def engine_component(tmp_path_factory):
     folder = tmp_path_factory.mktemp("engine_broken")
-    generate(blocks.get("engine"), CONFIGS["engine"][1], folder)
+    generate(blocks.get("engine"), IP_CONFIGS["engine"][1], folder)
     top = blocks.get("engine").top
     verilog = verilog_ports((folder / f"{top}.v").read_text(), top)
     return ET.parse(folder / ipxact.file_name(top)).getroot(), verilog

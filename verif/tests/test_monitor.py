@@ -12,6 +12,7 @@ from spartan_rtl.golden.formats import random_elements
 from spartan_rtl.golden.monitor import TileStats, tile_stats
 from spartan_rtl.hw.monitor import BLOCK, SparsityMonitor
 from verif.tests.amsim import get_stream, put_stream, simulate
+from verif.tests.helpers import config_id
 
 # lanes {1,4,8,16} x width {8,16,32} x both formats, covered pairwise rather than in full.
 CONFIGS = [
@@ -25,10 +26,6 @@ CONFIGS = [
 ]
 
 
-def _id(config):
-    return "-".join(f"{k[0]}{v}" if k != "number_format" else v for k, v in config.items())
-
-
 # --- parameters -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -38,10 +35,12 @@ def _id(config):
     (dict(lanes=True), TypeError, "lanes must be a power of two from 1 to 64, not True"),
     (dict(width=0), ValueError, "width must be an integer from 1 to 64, not 0"),
     (dict(width=65), ValueError, "width must be an integer from 1 to 64, not 65"),
-    (dict(number_format="bf16"), ValueError, "number_format must be one of 'int' or 'fp', not 'bf16'"),
+    (dict(number_format="bf16"), ValueError,
+     "number_format must be one of 'int' or 'fp', not 'bf16'"),
     (dict(number_format="fp", width=1), ValueError,
      "width must be at least 2 for number_format 'fp', not 1"),
-    (dict(max_tile_elems=0), ValueError, "max_tile_elems must be an integer from 1 to 4294967296, not 0"),
+    (dict(max_tile_elems=0), ValueError,
+     "max_tile_elems must be an integer from 1 to 4294967296, not 0"),
 ])
 def test_bad_parameters(kwargs, error, message):
     with pytest.raises(error) as info:
@@ -86,7 +85,7 @@ def test_golden_hand_worked():
 
 # --- amaranth.sim: the component before Verilog --------------------------------------------
 
-@pytest.mark.parametrize("config", CONFIGS[:4], ids=_id)
+@pytest.mark.parametrize("config", CONFIGS[:4], ids=config_id)
 def test_amaranth_sim(config):
     rng = random.Random(1)
     np_rng = np.random.default_rng(1)
@@ -160,7 +159,7 @@ def test_stats_latency(lanes, documented):
 # --- cocotb in Verilator and Icarus --------------------------------------------------------
 
 @pytest.mark.parametrize("sim", runner.sims())
-@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_monitor(config, sim):
     max_elems = config.get("max_tile_elems", 65536)
     # Tiles longer than max_tile_elems saturate the counters; worth the cycles when short.

@@ -199,5 +199,6 @@ def test_whole_step_ideal_by_hand():
 
 
 def test_unknown_network():
-    with pytest.raises(ValueError, match="network must be one of alexnet, vgg16, resnet18, not 'lenet'"):
+    message = "network must be one of alexnet, vgg16, resnet18, not 'lenet'"
+    with pytest.raises(ValueError, match=message):
         networks.layers("lenet")

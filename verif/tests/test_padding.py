@@ -73,7 +73,7 @@ NON_BYTE = {
 CASES = [(b, {}) for b in NON_BYTE] + list(NON_BYTE.items())
 
 
-def _id(case):
+def case_id(case):
     block, config = case
     return f"{block}-{'nonbyte' if config else 'defaults'}"
 
@@ -90,7 +90,7 @@ def _declared_widths(verilog):
             re.findall(r"^\s*(?:input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);", verilog, re.M)}
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_generated_tdata_is_whole_bytes(case, tmp_path):
     block_name, config = case
     block = blocks.get(block_name)

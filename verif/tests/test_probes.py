@@ -21,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 
 from spartan_rtl import bench, runner, waves
 from spartan_rtl.golden import estimate
-from verif.tests.test_cli import _toml_text, assert_usage_error, config_cases, run_cli, snapshot
+from verif.tests.helpers import TOML_TEXT, assert_usage_error, config_cases, run_cli, snapshot
 from verif.tests.test_waves import small_vcd
 
 PROBE = settings(max_examples=60, derandomize=True, deadline=None,
@@ -417,7 +417,7 @@ def test_probe_random_estimate_arguments(tmp_path, words):
 
 
 @PROBE
-@given(text=_toml_text)
+@given(text=TOML_TEXT)
 @pytest.mark.parametrize("command", ["estimate", "sim"])
 def test_probe_random_toml(tmp_path, command, text):
     """Random TOML text as ``--config`` of the GEMM (estimate) and of the monitor (sim): the
@@ -462,7 +462,8 @@ def vcd_cases(good):
         (good.replace("$enddefinitions $end\n", ""), "must start with a $keyword, not '#0'"),
         (good.split("$upscope")[0], "must end with $enddefinitions"),
         (good.replace("$timescale 1ns $end", "$timescale 7 parsecs $end"), "$timescale must be"),
-        (good.replace("$timescale 1ns $end", "$timescale 1ns"), "must be closed by $end, not run into $scope"),
+        (good.replace("$timescale 1ns $end", "$timescale 1ns"),
+         "must be closed by $end, not run into $scope"),
         (good.replace("$var wire 8", "$var wire 0"), "a $var width must be an integer from 1"),
         (good.replace("$var wire 8", "$var wire 99999999999999"), "a $var width must be"),
         (good.replace("$var wire 8 # s_axis_tdata [7:0] $end", "$var wire 8 #"),

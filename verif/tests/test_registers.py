@@ -22,8 +22,7 @@ from spartan_rtl.hw import registers
 from spartan_rtl.hw.axil import Field, Register, RegisterMap
 from spartan_rtl.hw.core import BLOCK, SpartanCore
 from spartan_rtl.hw.emit import generate
-from verif.tests.amsim import simulate
-from verif.tests.test_fuzz import axil_read
+from verif.tests.amsim import axil_read, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Small and not the defaults: table_depth and the entry field width must follow.
@@ -259,7 +258,7 @@ def test_committed_docs_are_current():
 
 def test_docs_command_rejects_bad_output(tmp_path):
     for args in (["x.txt"], [], [str(tmp_path / "missing" / "r.md")]):
-        result = subprocess.run([sys.executable, "-m", "spartan_rtl.hw.registers", *args],
+        result = subprocess.run([sys.executable, "-m", "verif.flows.docs_registers", *args],
                                 capture_output=True, text=True, cwd=ROOT)
         assert result.returncode == 2, args
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -34,11 +34,11 @@ LOG = """Info: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 71.20 MHz (PASS 
 Info: Max frequency for clock 'slow': 90.00 MHz (PASS at 12.00 MHz)
 Warning: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 55.14 MHz (FAIL at 100.00 MHz)
 """
-NO_FIT_LOG = """Info: Device utilisation:
-Info: 	         ICESTORM_LC: 10002/ 7680   130%
-ERROR: Unable to place cell 'r_SB_DFF_Q_4458_D_SB_LUT4_O_LC', no BELs remaining to implement cell type 'ICESTORM_LC'
-1 warning, 1 error
-"""
+NO_FIT_LOG = ("Info: Device utilisation:\n"
+              "Info: \t         ICESTORM_LC: 10002/ 7680   130%\n"
+              "ERROR: Unable to place cell 'r_SB_DFF_Q_4458_D_SB_LUT4_O_LC', no BELs remaining to "
+              "implement cell type 'ICESTORM_LC'\n"
+              "1 warning, 1 error\n")
 
 
 def test_resources_ice40_counts_the_blocks_module_only():
@@ -66,8 +66,9 @@ def test_fmax_worst_clock_from_report_and_log():
 
 
 def test_critical_path_is_the_slowest_register_to_register_path():
-    seg = lambda cell_from, cell_to, delay: {"from": {"cell": cell_from}, "to": {"cell": cell_to},
-                                             "delay": delay}
+    def seg(cell_from, cell_to, delay):
+        return {"from": {"cell": cell_from}, "to": {"cell": cell_to}, "delay": delay}
+
     report = {"critical_paths": [
         {"from": "posedge clk", "to": "posedge clk",
          "path": [seg("fifo.addr", "mul", 0.5), seg("mul", "out_ff", 12.5)]},
@@ -204,7 +205,8 @@ def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
     def fake_place(work, family, device, seed, freq, netlist_key):
         calls.append((work, device.name, seed))
         return {"seed": seed, "fits": True, "fmax_mhz": fmax[(work, seed)], "seconds": 1.0,
-                "critical_path": {"from": "a", "to": f"b{seed}", "delay_ns": 1e3 / fmax[(work, seed)]},
+                "critical_path": {"from": "a", "to": f"b{seed}",
+                                  "delay_ns": 1e3 / fmax[(work, seed)]},
                 "utilisation": {"TRELLIS_COMB": [seed, 83640]}}
 
     monkeypatch.setattr(synth, "place_seed", fake_place)
@@ -301,7 +303,8 @@ def test_figure_of_merit_worked_by_hand():
     assert half["gain_dsp"] == pytest.approx(1.706667, abs=1e-5)
     # A build without DSPs has no per-DSP figure (no division by zero).
     no_dsp = synth.figure_of_merit(dict(SPARSE, dsp=0), dict(DENSE, dsp=0))
-    assert no_dsp["points"][0]["per_dsp"] == [None, None] and no_dsp["points"][0]["gain_dsp"] is None
+    assert no_dsp["points"][0]["per_dsp"] == [None, None]
+    assert no_dsp["points"][0]["gain_dsp"] is None
 
 
 def test_asic_merit_worked_by_hand():
@@ -377,7 +380,8 @@ def test_page_and_summary_render_every_table():
     assert "| gemm | defaults | LFE5U-85F-6 | 2 | 123.0 | `x` | `y` | 1.0 |" in page
     assert ("| defaults | 0.5 (0.510) | 2000 / 4096 | 2.05x | 16.38 / 9.60 | 3.277 / 2.400 | "
             "1.37x | 0.256 / 0.150 | 1.71x |") in page
-    assert "| defaults | sparse | LFE5U-85F-6 | 5000 | 3900 | 16 | 64 | 125.0 / 123.0 | 64 |" in page
+    assert ("| defaults | sparse | LFE5U-85F-6 | 5000 | 3900 | 16 | 64 | "
+            "125.0 / 123.0 | 64 |") in page
     assert ("| defaults | 120000 / 100000 | 1.20x | 900 / 600 | 5136 / 5136 | 2.84x | "
             "1.71x | 1.22x |") in page
     assert "| core at defaults >= 125 MHz | n/a | not measured |" in page

@@ -1,0 +1,159 @@
+"""What several test modules share, so that no test module imports another: test ids of
+parameter sets, the compactor's and expander's common cases, small configurations of every
+block, and the in-process ``spartan`` runner with its checks of the one-line error contract.
+(amaranth.sim helpers are in verif/tests/amsim.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import stat
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from spartan_rtl.golden.formats import pack_beat, random_elements
+
+
+def config_id(config):
+    """A test id of a parameter set: ``lanes4-width16-signed0``, or ``defaults`` for ``{}``."""
+    return "-".join(f"{k}{int(v) if isinstance(v, bool) else v}" for k, v in config.items()) \
+        or "defaults"
+
+
+# --- the ZVC pair: compactor and expander take the same parameters -----------------------------
+
+# lanes {1,2,8,16} x width {8,16,32} x cols {lanes, 2*lanes, 64, 256} x both formats, covered
+# so that every value of each appears (pairwise where it matters), not the full product.
+ZVC_CONFIGS = [
+    dict(lanes=1, width=16, number_format="fp", cols=2),      # cols = 2*lanes
+    dict(lanes=2, width=8, number_format="int", cols=256),    # long rows, few lanes
+    dict(lanes=8, width=8, number_format="int", cols=64),     # the defaults
+    dict(lanes=16, width=32, number_format="fp", cols=16),    # cols = lanes: a row per beat
+]
+# amaranth.sim takes a minute over a 16-lane crossbar: the others, plus two more corners.
+ZVC_AMSIM_CONFIGS = ZVC_CONFIGS[:3] + [dict(lanes=1, width=8, number_format="int", cols=1),
+                                       dict(lanes=4, width=32, number_format="fp", cols=8)]
+
+#: Parameter mistakes both reject with the same message.
+ZVC_BAD_PARAMETERS = [
+    (dict(lanes=3), ValueError, "lanes must be a power of two from 1 to 64, not 3"),
+    (dict(lanes=128), ValueError, "lanes must be a power of two from 1 to 64, not 128"),
+    (dict(lanes="8"), TypeError, "lanes must be a power of two from 1 to 64, not '8'"),
+    (dict(width=0), ValueError, "width must be an integer from 1 to 64, not 0"),
+    (dict(width=65), ValueError, "width must be an integer from 1 to 64, not 65"),
+    (dict(number_format="bf16"), ValueError,
+     "number_format must be one of 'int' or 'fp', not 'bf16'"),
+    (dict(number_format="fp", width=1), ValueError,
+     "width must be at least 2 for number_format 'fp', not 1"),
+    (dict(cols=0), ValueError, "cols must be an integer from 1 to 4096, not 0"),
+    (dict(cols=4097), ValueError, "cols must be an integer from 1 to 4096, not 4097"),
+    (dict(cols=64.0), TypeError, "cols must be an integer from 1 to 4096, not 64.0"),
+    (dict(cols=True), TypeError, "cols must be an integer from 1 to 4096, not True"),
+    (dict(cols=12), ValueError, "cols must be a multiple of lanes (8), not 12"),
+    (dict(lanes=64, cols=32), ValueError, "cols must be a multiple of lanes (64), not 32"),
+]
+
+
+def dense_stream(config, tiles, rng, np_rng):
+    """``tiles`` dense tiles of 1 to 4 rows as compactor input beats ``(tdata, tlast, tuser)``:
+    random densities, each tile bypass with probability 0.3."""
+    lanes, width, cols, fmt = (config[k] for k in ("lanes", "width", "cols", "number_format"))
+    beats = []
+    for _ in range(tiles):
+        rows = rng.randint(1, 4)
+        raw = random_elements(np_rng, (rows * cols // lanes, lanes), width,
+                              rng.choice([0.0, 0.1, 0.5, 1.0, rng.random()]), fmt)
+        bypass = int(rng.random() < 0.3)
+        beats += [(pack_beat(r, width), int(i == len(raw) - 1), bypass if i == 0 else 0)
+                  for i, r in enumerate(raw)]
+    return beats
+
+
+# --- every block ------------------------------------------------------------------------------
+
+#: Two small configurations of each block, different in sizes that change port widths.
+IP_CONFIGS = {
+    "monitor": ({"lanes": 4}, {"lanes": 2, "width": 16}),
+    "compactor": ({"lanes": 4, "cols": 8}, {"lanes": 2, "cols": 4, "width": 4}),
+    "expander": ({"lanes": 4, "cols": 8}, {"lanes": 2, "cols": 4, "width": 4}),
+    "gemm": ({"lanes": 4, "k": 8, "n": 8, "n_par": 4}, {"lanes": 2, "k": 4, "n": 4, "n_par": 2}),
+    "core": ({"lanes": 4, "k": 8, "n": 8, "n_par": 4, "table_depth": 4},
+             {"lanes": 2, "k": 4, "n": 4, "n_par": 2, "table_depth": 2}),
+    "engine": ({"lanes": 4, "k": 8, "n": 8, "n_par": 4, "table_depth": 4, "acc_rows": 8,
+                "data_width": 32},
+               {"lanes": 2, "width": 16, "k": 4, "n": 4, "n_par": 2, "table_depth": 2,
+                "acc_rows": 8, "max_burst": 4, "data_width": 32}),
+}
+
+
+# --- the command line: in-process runs and the one-line error contract ------------------------
+
+def snapshot(folder):
+    """Every entry under ``folder`` (hidden ones too): kind, mode and bytes."""
+    folder = Path(folder)
+    if not folder.exists():
+        return None
+    state = {}
+    for path in sorted(folder.rglob("*")):
+        mode = path.lstat().st_mode
+        state[str(path.relative_to(folder))] = (
+            stat.S_IFMT(mode), stat.S_IMODE(mode),
+            path.read_bytes() if stat.S_ISREG(mode) else None)
+    return state
+
+
+def run_cli(*argv):
+    """``spartan ARGV`` in this process: (status, stdout, stderr)."""
+    from spartan_rtl import cli
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            status = cli.main(list(argv))
+        except SystemExit as e:  # argparse's --help and --version, as in a real run
+            status = e.code
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def assert_usage_error(status, stdout, stderr, *fragments):
+    """The request failed as a user's mistake: one line on stderr with every fragment, exit
+    status 2, nothing on stdout."""
+    lines = stderr.splitlines()
+    assert status == 2 and len(lines) == 1, (status, stderr)
+    assert lines[0].startswith("spartan: error: ") and "Traceback" not in stderr, stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    assert stdout == ""
+
+
+def config_cases(tmp):
+    """Bad ``--config`` files written under ``tmp``: ``[(path, fragment of the error)]``."""
+    cases = []
+    deep_array = tmp / "deep_array.toml"
+    deep_array.write_text("lanes = " + "[" * 5000 + "]" * 5000 + "\n")
+    cases.append((deep_array, "--config must be a readable TOML file"))
+    deep_table = tmp / "deep_table.toml"
+    deep_table.write_text("[" + ".".join(f"t{i}" for i in range(40)) + "]\nlanes = 4\n")
+    cases.append((deep_table, "nested at most 16 deep"))
+    inline = tmp / "inline.toml"
+    inline.write_text("params = " + "{a = " * 30 + "1" + "}" * 30 + "\n")
+    cases.append((inline, "nested at most 16 deep"))
+    binary = tmp / "binary.toml"
+    binary.write_bytes(b"lanes = 4\n\xff\xfe\x00garbage")
+    cases.append((binary, "in UTF-8"))
+    huge = tmp / "huge.toml"
+    huge.write_text("# " + "x" * (1 << 20) + "\n")
+    cases.append((huge, "of at most 1048576 bytes"))
+    cases.append((tmp, "(Is a directory)"))
+    cases.append((Path("/dev/zero"), "(no regular file)"))
+    wrong = tmp / "wrong.toml"
+    wrong.write_text("[params]\nlanes = 4.5\n")
+    cases.append((wrong, "lanes must be a power of two from 1 to 64, not 4.5"))
+    table = tmp / "table.toml"
+    table.write_text("[lanes]\nx = 1\n")
+    cases.append((table, "lanes must be a power of two from 1 to 64, not {'x': 1}"))
+    return cases
+
+
+#: Text near TOML: parameter names, brackets, quotes, numbers and booleans.
+TOML_TEXT = st.text(alphabet="lanes width=[]{}\"'.#\n0123456789xabtruefls,-+_ ", max_size=60)
