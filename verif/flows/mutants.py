@@ -525,11 +525,11 @@ NOTES = {
         "always-on write only touches the free entry at the write pointer (a probe on the "
         "subset saw it full in no cycle).",
     ("engine", "if (\\core.compactor.mask_fifo.w_port__en )", "if (1'h1)"):
-        "not killed: a full mask FIFO would show it (its head overwritten), and in the engine "
-        "the FIFO fills only when the GEMM stops taking rows, i.e. when the accumulator's "
-        "results FIFO (a whole row group) backs up behind a held write channel; a probe counted "
-        "no full cycle in the subset, even over `row_patterns`' 48 one-nonzero rows. Next: a "
-        "layer of two row groups with the write channel held through the second.",
+        "not killed, likely equivalent: a full mask FIFO would show it (its head overwritten), "
+        "but the compactor's admission (`room`, hw/compactor.py) stops taking input while the "
+        "FIFO holds 5 rows, so it may never be full. Not killed by `writes_held` either, where "
+        "the GEMM takes no row for thousands of cycles behind held write channels and the "
+        "stall reaches the reader. A probe of the FIFO's level over that test would settle it.",
     ("engine", "if (\\core.compactor.data_fifo.r_en )", "if (1'h1)"):
         "the GEMM's row loader writing a beat without a transfer (the fault the GEMM's "
         "`alternating_rows` found): random layers never ended a row's load while the other "

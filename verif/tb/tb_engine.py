@@ -1181,6 +1181,40 @@ async def table_end(dut):
 
 
 @cocotb.test()
+async def writes_held(dut):
+    """The write channels held while a layer of two row groups computes: the first group's
+    results fill the accumulator's results FIFO (a row group deep), the second group's only
+    chunk waits for room, and the stall backs up through the register slice on ``C`` (its
+    skid register) into the GEMM, the compactor's FIFOs and the reader, until no R beat moves.
+    Then the writes run again (random pauses) and every result must be right."""
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    M, K, N = 2 * p["acc_rows"], p["k"], p["n"]
+    a, b = tb.operands(0, M, K, N, density=0.05, empty_rows=0.0)
+    held = (tb.ram.write_if.aw_channel, tb.ram.write_if.w_channel)
+    for channel in held:
+        channel.clear_pause_generator()
+        channel.pause = True
+    run = await tb.launch(0, a, b, mode=2)
+    last_r = -1
+    for _ in range(400):                     # until the reads have stopped: the stall is whole
+        await tb.wait_cycles(500)
+        if tb.traffic["r"] == last_r:
+            break
+        last_r = tb.traffic["r"]
+    else:
+        raise AssertionError("R beats kept moving with the writes held for 200000 cycles")
+    assert tb.traffic["w"] == run.traffic["w"], "W beats moved while the channel was held"
+    dut._log.info(f"reads stalled after {tb.traffic['r'] - run.traffic['r']} R beats; writes "
+                  f"released at cycle {tb.cycle}")
+    for channel in held:
+        channel.pause = False
+        channel.set_pause_generator(pauses(tb.rng, 0.3))
+    await tb.finish(run)
+
+
+@cocotb.test()
 async def reset_mid_layer(dut):
     """``rst`` in the middle of a layer (once while it reads, once while it writes): every
     valid of the engine low after the reset edge, every register back at its reset value, the
@@ -1296,7 +1330,8 @@ PROFILE = Profile(
     # one random layer has two row groups (``big``), the row patterns reach every crossbar route
     # and loader position, the refused descriptors every check, the table's end is crossed,
     # and every register is read. Run by name: ``python -m verif.flows.mutants engine --max 40``.
-    mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end"],
+    mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
+                   "writes_held"],
                   {"layers": 3, "big": True}),
     fuzz_examples=2,
     coverage_waivers=(
