@@ -17,8 +17,10 @@ writes inside the result's), every burst complete when ``STATUS.DONE`` is seen,
 seen, and ``irq`` (never high with ``IRQ_EN`` 0, high while ``DONE`` and ``IRQ_EN``).
 
 Tests: ``registers``, ``random_layers`` (args ``layers``, ``budget`` in cycles per layer,
-``big``, ``edges``), ``numpy_layers``, ``bad_descriptors``, ``start_while_busy``,
-``memory_error``, ``reset_mid_layer``, ``irq``; ``listed_layers`` runs ``args["cases"]``
+``big``, ``edges``), ``numpy_layers``, ``row_patterns``, ``bad_descriptors``, ``table_end``
+(a tile one entry past the density table), ``writes_held`` (the write channels held until the
+stall reaches the reader), ``start_while_busy``, ``memory_error``, ``reset_mid_layer``,
+``irq``; ``listed_layers`` runs ``args["cases"]``
 (``[OP, M, K, N, density, mode]``) to reproduce a failure. A wrong result leaves
 ``engine_fail_<cycle>.npz`` (operands, descriptor, memory as filled, expected and read result)
 in the run's directory. Other cocotb tests can run layers from NumPy arrays with
