@@ -17,27 +17,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import tomllib
+from verif.flows.mapping import ROOT, package_folder, tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
 VIEW = ROOT / "build" / "import-view"
 
 
 def package_folders(pyproject):
     """Every Python package the contracts cover -> its folder in the tree: the installed ones
-    of ``[tool.setuptools]`` (``packages``, placed by the longest ``package-dir`` prefix, as
-    setuptools does) and the root packages of ``[tool.importlinter]`` that are not installed
-    (``verif``). Data packages without ``__init__.py`` are left out."""
+    of ``[tool.setuptools]`` (``packages``, placed as setuptools does: :mod:`verif.flows.mapping`)
+    and the root packages of ``[tool.importlinter]`` that are not installed (``verif``). Data
+    packages without ``__init__.py`` are left out."""
     config = tomllib.loads(pyproject.read_text())["tool"]
-    setuptools = config["setuptools"]
-    mapping = setuptools.get("package-dir", {})
-    folders = {}
-    for package in setuptools["packages"]:
-        prefix = max((p for p in mapping if p and (package == p or package.startswith(p + "."))),
-                     key=len, default="")
-        base = Path(mapping.get(prefix, ""))
-        rest = package[len(prefix):].lstrip(".") if prefix else package
-        folders[package] = base.joinpath(*rest.split(".")) if rest else base
+    dirs = config["setuptools"].get("package-dir", {})
+    folders = {package: Path(package_folder(package, dirs) or Path(*package.split(".")))
+               for package in config["setuptools"]["packages"]}
     for package in config["importlinter"]["root_packages"]:
         folders.setdefault(package, Path(*package.split(".")))
     return {package: folder for package, folder in folders.items()

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from verif.tests.mapping import ROOT, package_dirs
+from verif.flows.mapping import ROOT, package_dirs
 
 #: Where the installed namespace's packages live in the tree (pyproject.toml), and ``verif``
 #: (not installed: imported from the repository root).

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from verif.tests.mapping import (
+from verif.flows.mapping import (
     ROOT,
     mapped_modules,
     package_dirs,

@@ -1,8 +1,9 @@
 """The installed namespace's map of the source tree, read from its single key: pyproject.toml's
 ``[tool.setuptools.package-dir]`` (import name -> folder: ``spartan_rtl.hw`` is ``hw/``,
 ``spartan_rtl.tb`` is ``verif/tb/``, ...). For the tests that check the tree against it:
-test_docs.py (every folder it scans, every dotted name it resolves) and test_layout.py (every
-module imports from its folder's file). Not a test module."""
+test_docs.py (every folder it scans, every dotted name it resolves), test_layout.py (every
+module imports from its folder's file) and verif/flows/imports.py (the tree laid out as it is
+imported, for import-linter)."""
 
 from __future__ import annotations
 
