@@ -33,9 +33,13 @@ help:
 	@echo "make bench   run every benchmark (make bench-quick: the CI-sized run)"
 	@echo "make synth   Yosys + nextpnr (iCE40 HX8K, ECP5; 3 placement seeds) of every block, the GEMM's"
 	@echo "             figure of merit and ASIC proxy: docs/synth.md (SYNTH_ARGS=\"gemm --families ecp5,asic\")"
+	@echo "             jobs on a Dask LocalCluster of JOBS workers (SYNTH_ARGS=\"--scheduler tcp://HOST:PORT\"),"
+	@echo "             results kept in build/explore.sqlite (the store spartan explore shares)"
 	@echo "make formal  k-induction proofs (else BMC) of every block's outputs and invariants: docs/formal.md"
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"
+	@echo "             each a job on a Dask LocalCluster of JOBS workers (MUTANTS_ARGS=\"--scheduler tcp://HOST:PORT\"),"
+	@echo "             verdicts kept in build/explore.sqlite (MUTANTS_ARGS=\"engine --max 40\", \"--rerun-survivors\")"
 	@echo "make coverage  Verilator line + toggle coverage of the regression: docs/coverage.md"
 	@echo "make fuzz    property-based fuzzing, long profile (make test runs the fast one)"
 	@echo "make clean   remove generated Verilog and simulation builds (distclean: and .venv)"
@@ -110,10 +114,11 @@ bench-quick: $(STAMP)
 	$(BIN)/spartan bench --quick --json bench.json
 
 # Synthesis: slow (minutes per block), never part of `make test`. YoWASP's compiled-tool
-# cache stays inside the tree (.cache/, ignored).
+# cache stays inside the tree (.cache/, ignored). The jobs run on Dask (the explore extra), each
+# result kept in the store `spartan explore` uses (docs/explore.md#the-store).
 SYNTH_STAMP := $(VENV)/.installed-synth
 $(SYNTH_STAMP): $(STAMP)
-	$(BIN)/python $(INSTALL) '.[synth]'
+	$(BIN)/python $(INSTALL) '.[synth,explore]'
 	touch $@
 
 synth: $(SYNTH_STAMP)
@@ -139,9 +144,11 @@ traces: $(TRACES_STAMP)
 	$(BIN)/python -m verif.flows.capture_traces
 
 # Fault injection (~50 min on 2 shared cores): mutants of each block's Verilog against its cocotb
-# tests; never part of `make test` (verif/tests/test_mutants.py checks the generator there).
+# tests; never part of `make test` (verif/tests/test_mutants.py checks the generator there). Each
+# mutant is a job on Dask (the test extra has it), its verdict kept in the store that synth and
+# spartan explore use (docs/explore.md#the-store): a rerun evaluates only what changed.
 mutants: $(STAMP)
-	nice -n 5 $(BIN)/python -m verif.flows.mutants --jobs $(JOBS)
+	nice -n 5 $(BIN)/python -m verif.flows.mutants --jobs $(JOBS) $(MUTANTS_ARGS)
 
 # Coverage (~10 min on 2 cores): the Verilator half of the cocotb regression on coverage
 # builds (their own sim_build/<block>/verilator-cov-* directories), merged per block.

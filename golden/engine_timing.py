@@ -77,9 +77,9 @@ __all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "READ_SLICE", "TRANSPOSE_
            "ACC_TO_WRITER", "WRITE_RESPONSE", "dims", "words", "row_nnz", "layer_cycles",
            "layer_cycles_nnz", "tile_profile", "write_layers", "read_layers"]
 
-#: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS;
-#: hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
-CHECK_CYCLES = 19
+#: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS,
+#: VERDICT; hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
+CHECK_CYCLES = 20
 #: The first read burst's AR transfer, cycles after the checks (the sequencer's command
 #: through its queue, the burst walker's size register).
 FIRST_AR = 4

@@ -263,11 +263,29 @@ class SpartanEngine(wiring.Component):
         row_bytes, span, end = {}, {}, {}
         for x, (rows, cols, size) in shapes.items():
             # A row's bytes rounded up to bus words.
-            row_bytes[x] = Cat(Const(0, log2(BW)),
-                               (cols[:DIM_BITS] * size + (BW - 1)) >> log2(BW))
+            rounded = Cat(Const(0, log2(BW)), (cols[:DIM_BITS] * size + (BW - 1)) >> log2(BW))
+            row_bytes[x] = Signal.like(rounded, name=f"row_bytes_{x.lower()}")
+            m.d.sync += row_bytes[x].eq(rounded)
             span[x] = Signal(DIM_BITS + 32, name=f"span_{x.lower()}")   # (rows - 1) * stride
             end[x] = Signal(DIM_BITS + 33, name=f"end_{x.lower()}")
         step = Signal(range(CHECK_CYCLES + 1))
+        # The checks' verdicts, each registered: the descriptor is held from START to DONE, so
+        # these settle during the span steps, and no compare reaches the refusal or the
+        # layer's start in the same cycle (they were the engine's slowest paths).
+        fields_code = Signal.like(err_code)
+        stride_short, out_of_range, overlap = Signal(), Signal(), Signal()
+        aligned = Cat(*[d[name][:log2(BW)] for name in ("A_ADDR", "A_STRIDE", "B_ADDR",
+                                                        "B_STRIDE", "C_ADDR", "C_STRIDE")]) == 0
+        dims_ok = Cat(*[(d[x] == 0) | (d[x] > MAX_DIM) for x in ("M", "K", "N")]) == 0
+        m.d.sync += [
+            fields_code.eq(Mux(op == 3, ERR_CODES["BAD_OP"],
+                               Mux(~dims_ok, ERR_CODES["BAD_DIM"],
+                                   Mux(~aligned, ERR_CODES["UNALIGNED"], 0)))),
+            stride_short.eq(Cat(*[d[f"{x}_STRIDE"] < row_bytes[x] for x in "ABC"]) != 0),
+            out_of_range.eq(Cat(*[end[x] > (1 << ADDR_WIDTH) for x in "ABC"]) != 0),
+            overlap.eq(Cat(*[(d["C_ADDR"] < end[x]) & (d[f"{x}_ADDR"] < end["C"])
+                             for x in "AB"]) != 0),
+        ]
         multiplier = {x: Signal(DIM_BITS, name=f"rows_m1_{x.lower()}") for x in "ABC"}
 
         loop = {name: Signal(DIM_BITS + 1, name=f"{name}_left") for name in ("mo", "ki", "no")}
@@ -337,29 +355,11 @@ class SpartanEngine(wiring.Component):
                     m.d.sync += [sig.eq(f[(name, name)]) for name, sig in d.items()]
                     m.next = "CHECK_FIELDS"
             with m.State("CHECK_FIELDS"):
-                aligned = Cat(*[d[name][:log2(BW)] for name in ("A_ADDR", "A_STRIDE", "B_ADDR",
-                                                                "B_STRIDE", "C_ADDR",
-                                                                "C_STRIDE")]) == 0
-                dims_ok = Cat(*[(d[x] == 0) | (d[x] > MAX_DIM) for x in ("M", "K", "N")]) == 0
-                strides_ok = Cat(*[d[f"{x}_STRIDE"] < row_bytes[x] for x in "ABC"]) == 0
                 m.d.sync += step.eq(0)
                 m.d.sync += [span[x].eq(0) for x in "ABC"]
                 m.d.sync += [multiplier[x].eq(rows[:DIM_BITS] - 1)
                              for x, (rows, _, _) in shapes.items()]
-                with m.If(op == 3):
-                    m.d.sync += refuse(ERR_CODES["BAD_OP"])
-                    m.next = "IDLE"
-                with m.Elif(~dims_ok):
-                    m.d.sync += refuse(ERR_CODES["BAD_DIM"])
-                    m.next = "IDLE"
-                with m.Elif(~aligned):
-                    m.d.sync += refuse(ERR_CODES["UNALIGNED"])
-                    m.next = "IDLE"
-                with m.Elif(~strides_ok):
-                    m.d.sync += refuse(ERR_CODES["BAD_STRIDE"])
-                    m.next = "IDLE"
-                with m.Else():
-                    m.next = "SPAN"
+                m.next = "SPAN"
             with m.State("SPAN"):
                 # span = (rows - 1) * stride, most significant bit of rows - 1 first.
                 for x in "ABC":
@@ -373,10 +373,16 @@ class SpartanEngine(wiring.Component):
                 m.d.sync += [end[x].eq(d[f"{x}_ADDR"] + span[x] + row_bytes[x]) for x in "ABC"]
                 m.next = "CHECK_REGIONS"
             with m.State("CHECK_REGIONS"):
-                in_range = Cat(*[end[x] > (1 << ADDR_WIDTH) for x in "ABC"]) == 0
-                overlap = Cat(*[(d["C_ADDR"] < end[x]) & (d[f"{x}_ADDR"] < end["C"])
-                                for x in "AB"]) != 0
-                with m.If(~in_range):
+                m.next = "VERDICT"    # the regions' compares, from the ends of END
+            with m.State("VERDICT"):
+                # Refusals in the order docs/engine.md lists them (the first failure counts).
+                with m.If(fields_code != 0):
+                    m.d.sync += refuse(fields_code)
+                    m.next = "IDLE"
+                with m.Elif(stride_short):
+                    m.d.sync += refuse(ERR_CODES["BAD_STRIDE"])
+                    m.next = "IDLE"
+                with m.Elif(out_of_range):
                     m.d.sync += refuse(ERR_CODES["RANGE"])
                     m.next = "IDLE"
                 with m.Elif(overlap):

@@ -6,7 +6,7 @@ this network on this FPGA, and how much faster it trains (docs/explore.md).
 2. Each is timed by the engine's cycle model (golden/estimate.py ``engine_trace``, which runs
    golden/engine_timing.py) on the trace: the whole training step, forward, dgrad and wgrad
    of every layer, each tile sparse or dense by the density the trace has there.
-3. In the order of that ranking, candidates are synthesised (Yosys, verif/flows/synth.py) until
+3. In the order of that ranking, candidates are synthesised (Yosys, verif/flows/synth/) until
    ``--synth`` of them fit the budget; those are placed and routed on the device
    (nextpnr-ecp5, ``--seeds`` seeds). So is the candidate with the fewest *dense* cycles that
    fits, so that the dense-only baseline is the best dense build, not the sparse winner run
@@ -16,28 +16,39 @@ this network on this FPGA, and how much faster it trains (docs/explore.md).
    and its speedup over the best dense-only build: the placed builds with every tile dense
    (MODE 1), cycles from the model, Fmax measured.
 
-Every job runs through spartan_rtl/jobs.py and is kept in the store (spartan_rtl/store.py).
+Every job runs through spartan_rtl/jobs.py and is kept in the store (spartan_rtl/store.py);
+the synthesis jobs and their keys are spartan_rtl/synth_jobs.py's, which ``make synth`` uses
+too, so the two share every netlist and placement of identical Verilog.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Callable
 
 from . import __version__, jobs
 from .explore_jobs import (
+    BLOCK,
+    FAMILY,
     SYNTH_TRIES_PER_PICK,
+    WORK,
     Budget,
     cycles_job,
+    ecp5_device,
+)
+from .store import Key, digest, source_digest
+from .synth_jobs import (
     netlist_job,
+    netlist_key,
     place_job,
-    source_digest,
+    place_key,
+    synth_flow,
     tool_versions,
     verilog_job,
+    verilog_key,
+    with_family_values,
 )
-from .store import Key, digest
 
 __all__ = ["Request", "JobKinds", "Placed", "Answer", "Explorer", "explore"]
 
@@ -168,18 +179,22 @@ class Explorer:
             c.params)) for c in cands])
 
     def verilog(self, cands):
-        generator = {"generator": source_digest("hw"), "amaranth": metadata.version("amaranth")}
-        return self._results("verilog", [(c, jobs.Job(
-            Key.of("verilog", digest(c.params), generator), self.kinds.verilog,
-            (dict(c.changed),), c.label, c.params)) for c in cands])
+        """``{candidate: {"sha256", "family_values"} or None}``: the hash of the Verilog the
+        ECP5 build synthesises, and the values that build adds to the candidate's."""
+        built = {c: with_family_values(BLOCK, dict(c.changed), FAMILY) for c in cands}
+        made = self._results("verilog", [(c, jobs.Job(
+            verilog_key(BLOCK, built[c][1]), self.kinds.verilog,
+            (BLOCK, dict(c.changed), FAMILY), c.label, c.params)) for c in cands])
+        return {c: dict(made[c], family_values=built[c][0]) if made[c] is not None else None
+                for c in cands}
 
     def netlists(self, cands):
         """``{candidate: (verilog row, netlist counts) or None}``."""
         made = self.verilog(cands)
         ok = [c for c in cands if made[c] is not None]
         counts = self._results("synthesis", [(c, jobs.Job(
-            Key.of("netlist", made[c]["sha256"], self.synth_tools()), self.kinds.netlist,
-            (dict(c.changed),), c.label, c.params)) for c in ok])
+            netlist_key(made[c]["sha256"], FAMILY, self.synth_tools()), self.kinds.netlist,
+            (BLOCK, dict(c.changed), FAMILY, WORK), c.label, c.params)) for c in ok])
         return {c: (made[c], counts[c]) if c in ok and counts[c] is not None else None
                 for c in cands}
 
@@ -200,19 +215,20 @@ class Explorer:
 
     def place(self, picked, cycles):
         """:class:`Placed` of every picked candidate, each seed placed (and stored) alone."""
-        r, tools = self.request, {**self.synth_tools(), "freq_mhz": self.request.freq_mhz}
+        r, tools = self.request, self.synth_tools()
+        device = ecp5_device(synth_flow(), r.device).name
         pairs = [((c, seed), jobs.Job(
-            Key.of("place", made[0]["sha256"], tools, r.device, seed), self.kinds.place,
-            (dict(c.changed), r.device, seed, r.freq_mhz), f"{c.label} seed {seed}",
-            c.params)) for c, made in picked.items() for seed in range(1, r.seeds + 1)]
+            place_key(made[0]["sha256"], tools, device, seed, r.freq_mhz), self.kinds.place,
+            (BLOCK, dict(c.changed), FAMILY, device, seed, r.freq_mhz, WORK, made[1]["key"]),
+            f"{c.label} seed {seed}", c.params))
+            for c, made in picked.items() for seed in range(1, r.seeds + 1)]
         seeds = self._results("place and route", pairs)
         return [_placed(c, cycles[c], made, [seeds[(c, s)] for s in range(1, r.seeds + 1)])
                 for c, made in picked.items()]
 
 
 def _placed(candidate, cycles, made, seeds):
-    netlist = made[1]
-    values = netlist.get("family_values", made[0].get("family_values", {}))
+    netlist, values = made[1], made[0]["family_values"]
     if any(s is None for s in seeds):
         return Placed(candidate, cycles, netlist, values, False, "place and route failed")
     misfit = next((s for s in seeds if not s["fits"]), None)
@@ -310,29 +326,13 @@ def _check_numbers(args):
         raise _usage(f"--threshold must be an integer 0..255, not {args.threshold}")
 
 
-def _check_store(path):
-    """The store's path: a new file, or an SQLite file (nothing else is overwritten)."""
-    from pathlib import Path
-
-    from .store import DEFAULT_PATH
-    from .usage import check_output_file
-    path = Path(path) if path is not None else DEFAULT_PATH
-    check_output_file(path, "--store", new_folders=True)
-    if path.is_file() and path.stat().st_size:
-        with open(path, "rb") as f:
-            if f.read(16) != b"SQLite format 3\0":
-                raise _usage(f"--store must be an SQLite file or a new path, not {str(path)!r}")
-    return path
-
-
 def _budget(args):
     """The budget on ``--device``: the options, else the device's capacity."""
-    from .explore_jobs import ecp5_device, synth_flow
     try:
         capacity = ecp5_device(synth_flow(), args.device).capacity
     except FileNotFoundError as e:
         if args.synth:
-            raise _usage(f"--synth {args.synth} needs verif/flows/synth.py ({e}); --synth 0 "
+            raise _usage(f"--synth {args.synth} needs verif/flows/synth/ ({e}); --synth 0 "
                          f"ranks by the cycle model alone") from None
         capacity = {"lut": 0, "ff": 0, "dsp": 0, "bram": 0}
     return Budget(lut=capacity["lut"] if args.max_lut is None else args.max_lut,
@@ -348,13 +348,14 @@ def check_request(args):
 
     from .explore_jobs import MAX_CANDIDATES, candidates
     from .golden import traces
+    from .store import checked_path
     from .usage import check_output_file, require_modules
     _check_numbers(args)
     ranges = parse_ranges(args.set)
     if args.plot is not None:
         check_output_file(args.plot, "--plot")
         require_modules("spartan explore --plot", "plots", ("matplotlib",))
-    store_path = _check_store(args.store)
+    store_path = checked_path(args.store)
     try:
         trace = traces.load(args.trace)
     except traces.TraceError as e:

@@ -1,29 +1,24 @@
-"""The candidates of ``spartan explore`` and the jobs it runs on the workers (docs/explore.md);
-spartan_rtl/explore.py is the sweep that drives them.
+"""The candidates of ``spartan explore`` and its cycle-model job (docs/explore.md);
+spartan_rtl/explore.py is the sweep that drives them, spartan_rtl/synth_jobs.py has the
+synthesis jobs (shared with ``make synth``).
 
-The jobs are module-level functions (picklable arguments, JSON-able results): any worker that
-can import this package (and, to synthesise, a source checkout's verif/flows/synth.py) runs
-them; the client keeps their results in the store.
+The job is a module-level function (picklable arguments, JSON-able result): any worker that
+can import this package runs it; the client keeps its results in the store.
 """
 
 from __future__ import annotations
 
 import itertools
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from .store import digest
 
 __all__ = ["DEFAULT_RANGES", "DEVICES", "Candidate", "Budget", "candidates", "cycles_job",
-           "verilog_job", "netlist_job", "place_job", "synth_flow", "ecp5_device",
-           "tool_versions", "source_digest"]
+           "ecp5_device"]
 
 #: The ranges swept unless ``--set`` gives others: bus lanes, the resident chunk (k x n),
 #: the multipliers along N and the on-chip output rows.
 DEFAULT_RANGES = {"lanes": (4, 8, 16), "k": (32, 64, 128), "n": (16, 32, 64),
                   "n_par": (8, 16, 32, 64), "acc_rows": (64, 256, 1024)}
-#: ``--device`` names: the ECP5 devices of verif/flows/synth.py (speed grade 6).
+#: ``--device`` names: the ECP5 devices of verif/flows/synth/ (speed grade 6).
 DEVICES = ("LFE5U-25F", "LFE5U-45F", "LFE5U-85F")
 #: A sweep larger than this is a mistake in ``--set``, not a plan.
 MAX_CANDIDATES = 5000
@@ -31,6 +26,9 @@ MAX_CANDIDATES = 5000
 SYNTH_TRIES_PER_PICK = 4
 BLOCK = "engine"
 FAMILY = "ecp5"
+#: The synthesis jobs' work folder, in the checkout: never ``make synth``'s build/synth, which
+#: locks a whole block while it runs (the two share results through the store instead).
+WORK = "build/explore-synth"
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ def candidates(ranges, block=None):
     return found, invalid
 
 
-# ------------------------------------------------------------------ jobs (run on the workers)
+# ------------------------------------------------------------------ the job (on the workers)
 
 def cycles_job(trace, params, threshold):
     """The engine's whole-step cycles on ``trace``: dense (every tile, MODE 1) and adaptive."""
@@ -97,69 +95,6 @@ def cycles_job(trace, params, threshold):
                       for name, g in total["gemms"].items()}}
 
 
-def synth_flow():
-    """verif/flows/synth.py of the source tree this package runs from, with its build folder
-    moved to build/explore-synth: the explorer never shares a work folder with ``make synth``,
-    which locks a whole block while it runs."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "verif" / "flows" / "synth.py").is_file():
-        raise FileNotFoundError(f"no verif/flows/synth.py under {root}: synthesis needs a "
-                                f"source checkout")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from verif.flows import synth
-    synth.BUILD = synth.ROOT / "build" / "explore-synth"
-    return synth
-
-
-def verilog_job(changed):
-    """The SHA-256 of the Verilog the ECP5 build synthesises, and the values it adds."""
-    from .hw import blocks
-    flow = synth_flow()
-    block = blocks.get(BLOCK)
-    values = flow.family_values(block, changed, flow.FAMILIES[FAMILY])
-    _, verilog, _ = flow._generate(block, {**changed, **values})
-    return {"sha256": digest(verilog), "family_values": values}
-
-
-def netlist_job(changed):
-    """Yosys ``synth_ecp5`` of one candidate: LUT, FF, BRAM, DSP (verif/flows/synth.py)."""
-    from .hw import blocks
-    flow = synth_flow()
-    result, _ = flow.yosys_netlist(blocks.get(BLOCK), changed, flow.FAMILIES[FAMILY])
-    return {k: result[k] for k in ("lut", "ff", "bram", "dsp", "lutram", "harness_ffs",
-                                   "family_values", "yosys_seconds")}
-
-
-def place_job(changed, device, seed, freq):
-    """nextpnr-ecp5 of one candidate on ``device`` with placement ``seed``: fits, Fmax."""
-    from .hw import blocks
-    flow = synth_flow()
-    family = flow.FAMILIES[FAMILY]
-    result, work = flow.yosys_netlist(blocks.get(BLOCK), changed, family)
-    placed = flow.place_seed(work, family, ecp5_device(flow, device), seed, freq,
-                             result["key"])
-    return {k: placed.get(k) for k in ("fits", "reason", "fmax_mhz", "critical_path",
-                                       "utilisation", "seconds")}
-
-
 def ecp5_device(flow, name):
-    """verif/flows/synth.py's Device for a :data:`DEVICES` name."""
+    """The synthesis flow's Device (verif/flows/synth/) for a :data:`DEVICES` name."""
     return next(d for d in flow.FAMILIES[FAMILY].devices if d.name.startswith(name + "-"))
-
-
-def tool_versions():
-    """Versions of the synthesis tools and of the flow, as the store keys netlists by."""
-    flow = synth_flow()
-    return {**flow.tool_versions(), "flow": flow.FLOW}
-
-
-def source_digest(package, names=None):
-    """SHA-256 of the Python sources of a folder of this package (the cycle model, the
-    generator): what a cached result computed by that code depends on."""
-    folder = Path(__file__).resolve().parent / package
-    if not folder.is_dir():    # the source tree of an editable install
-        folder = Path(__file__).resolve().parent.parent / package
-    files = sorted(folder.glob("*.py")) if names is None else [folder / n for n in names]
-    return digest(b"".join(f.name.encode() + f.read_bytes() for f in files))
-

@@ -1,5 +1,5 @@
-"""The executor of ``spartan explore``: jobs on Dask.distributed, results into the store
-(docs/explore.md#faults).
+"""The executor of ``spartan explore``, ``make synth`` and ``make mutants``: jobs on
+Dask.distributed, results into the store (docs/explore.md#faults).
 
 ``cluster()`` opens a client: on an existing scheduler (``--scheduler tcp://HOST:PORT`` or
 ``DASK_SCHEDULER_ADDRESS``), else on a ``LocalCluster`` of this machine (worker processes, one

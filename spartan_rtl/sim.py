@@ -65,39 +65,42 @@ def stream_members(doc):
     return sorted(out, key=lambda x: (x[1] != "in", x[0]))
 
 
-def write_gtkw(path, dump, doc):
-    """A GTKWave save file for ``dump`` (a VCD): clock and reset, then one expanded group per
-    stream (data in hex; valid, ready, last, user), then the other ports."""
+def write_gtkw(path, dump, doc, shown=None):
+    """A GTKWave save file (pyvcd's ``GTKWSave``) for ``dump`` (a VCD): clock and reset, then
+    one expanded group per stream (data in hex; valid, ready, last, user), then the other
+    ports. ``shown``: the waveform file the save file opens, if not ``dump`` (the FST made
+    from it)."""
+    from vcd.gtkw import GTKWSave
+
     from .vcd import header
-    hdr = header(dump)
-    refs = {name: var for name, var in hdr.vars.items()}
+    refs = header(dump).vars
+    with open(path, "w") as f:
+        save = GTKWSave(f)
+        save.comment(f"spartan sim {doc['block']}: streams grouped (data, valid, ready, last, "
+                     f"user)")
+        save.dumpfile(str(Path(shown or dump).resolve()))
+        save.savefile(str(Path(path).resolve()))
+        save.timestart(0)
+        save.size(1600, 900)
+        save.sst_expanded(True)
+        save.signals_width(300)
 
-    def line(name):
-        var = refs.get(name)
-        if var is None:
-            return []
-        flag = "@28" if var.width == 1 else "@22"
-        return [flag, var.ref]
+        def trace(name):
+            var = refs.get(name)
+            if var is not None:
+                save.trace(var.ref, datafmt="bin" if var.width == 1 else "hex")
 
-    lines = [f"[*] spartan sim {doc['block']}: streams grouped (data, valid, ready, last, user)",
-             f'[dumpfile] "{Path(dump).resolve()}"',
-             f'[savefile] "{Path(path).resolve()}"',
-             "[timestart] 0", "[size] 1600 900", "[sst_width] 240", "[signals_width] 300",
-             "[sst_expanded] 1"]
-    lines += line("clk") + line("rst")
-    grouped = {"clk", "rst"}
-    for name, direction, members in stream_members(doc):
-        title = f"{name} ({direction})"
-        lines += ["@800200", f"-{title}"]
-        for m in members:
-            lines += line(m)
-        lines += ["@1000200", f"-{title}"]
-        grouped.update(members)
-    for p in doc["ports"]:
-        if p["name"] not in grouped:
-            lines += line(p["name"])
-    lines += ["[pattern_trace] 1", "[pattern_trace] 0"]
-    Path(path).write_text("\n".join(lines) + "\n")
+        trace("clk")
+        trace("rst")
+        grouped = {"clk", "rst"}
+        for name, direction, members in stream_members(doc):
+            with save.group(f"{name} ({direction})"):
+                for member in members:
+                    trace(member)
+            grouped.update(members)
+        for port in doc["ports"]:
+            if port["name"] not in grouped:
+                trace(port["name"])
 
 
 def add_parser(sub):
@@ -193,8 +196,7 @@ def cmd_sim(args):
     if args.waves == "fst":
         final = out / "dump.fst"
         subprocess.run(["vcd2fst", str(vcd), str(final)], check=True, capture_output=True)
-        write_gtkw(gtkw, vcd, doc)
-        gtkw.write_text(gtkw.read_text().replace(str(vcd.resolve()), str(final.resolve())))
+        write_gtkw(gtkw, vcd, doc, shown=final)
         vcd.unlink()
     else:
         write_gtkw(gtkw, vcd, doc)

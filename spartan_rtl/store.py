@@ -1,12 +1,14 @@
-"""The result store of ``spartan explore`` (docs/explore.md#the-store): one SQLite file, one row
-per job result, so that no job is computed twice.
+"""The result store of ``spartan explore``, ``make synth`` and ``make mutants``
+(docs/explore.md#the-store): one SQLite file, one row per job result, so that no job is computed
+twice.
 
 A row is keyed by what decides its result: the job *kind* (``cycles``, ``verilog``,
-``netlist``, ``place``), the *design* (for netlists and placements the SHA-256 of the generated
-Verilog; for the cycle model and the generator, of the parameters and inputs they read), the
-*tools* that computed it (their versions, as canonical JSON), the *device* and the placement
-*seed* (``""`` and 0 where they do not apply). The row holds the result as JSON and a status:
-``ok``, or ``failed`` with the reason.
+``netlist``, ``place``, ``asic``, ``mutant``), the *design* (for netlists, placements, the ASIC
+proxy and mutant verdicts the SHA-256 of the Verilog; for the cycle model and the generator, of
+the parameters and inputs they read), the *tools* that computed it (their versions, as
+canonical JSON; for a verdict, the tests too), the *device* (a netlist's: the FPGA family) and
+the placement or campaign *seed* (``""`` and 0 where they do not apply). The row holds the
+result as JSON and a status: ``ok``, or ``failed`` with the reason.
 
 Every write is its own transaction, so an interrupted sweep leaves whole rows only, and a key
 is written once (a second result for it is dropped): a job that ran twice, because its worker
@@ -22,9 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Key", "Row", "Store", "digest", "DEFAULT_PATH"]
+__all__ = ["Key", "Row", "Store", "digest", "source_digest", "checked_path", "DEFAULT_PATH"]
 
-#: Where ``spartan explore`` keeps its results unless ``--store`` says otherwise.
+#: Where ``spartan explore``, ``make synth`` and ``make mutants`` keep their results unless
+#: ``--store`` says otherwise.
 DEFAULT_PATH = Path("build") / "explore.sqlite"
 
 _SCHEMA = """
@@ -52,6 +55,30 @@ def digest(value):
     elif not isinstance(value, bytes):
         value = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(value).hexdigest()
+
+
+def source_digest(package, names=None):
+    """SHA-256 of the Python sources of a folder of this package (the cycle model, the
+    generator): what a cached result computed by that code depends on."""
+    folder = Path(__file__).resolve().parent / package
+    if not folder.is_dir():    # the source tree of an editable install
+        folder = Path(__file__).resolve().parent.parent / package
+    files = sorted(folder.glob("*.py")) if names is None else [folder / n for n in names]
+    return digest(b"".join(f.name.encode() + f.read_bytes() for f in files))
+
+
+def checked_path(path, option="--store"):
+    """The store's path (``None``: :data:`DEFAULT_PATH`): a new file, or an SQLite file, else a
+    UsageError naming ``option``; nothing else is overwritten, nothing is written."""
+    from .usage import UsageError, check_output_file
+    path = Path(path) if path is not None else DEFAULT_PATH
+    check_output_file(path, option, new_folders=True)
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as f:
+            if f.read(16) != b"SQLite format 3\0":
+                raise UsageError(f"{option} must be an SQLite file or a new path, not "
+                                 f"{str(path)!r}")
+    return path
 
 
 @dataclass(frozen=True)
@@ -117,7 +144,8 @@ class Store:
             "INSERT OR IGNORE INTO results (kind, design, tools, device, seed, status, reason, "
             "result, params, seconds, stored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*key.columns(), status, reason,
-             json.dumps(result, sort_keys=True) if reason is None else None,
+             # The result as the job gave it (its keys in its order: reports read them back).
+             json.dumps(result) if reason is None else None,
              json.dumps(params, sort_keys=True), seconds, time.time()))
         return cursor.rowcount == 1
 

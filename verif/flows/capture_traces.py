@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+from verif.flows import ROOT
+
 OUT_DIR = ROOT / "data" / "traces"
 SEED = 2021
 PROBE_IMAGES = 64

@@ -62,8 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spartan_rtl.tb import profile
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "coverage"
 RAW = OUT / "raw"                  # = runner.COVERAGE_RAW
 MERGED = OUT / "merged"

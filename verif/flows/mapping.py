@@ -14,7 +14,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10: pytest's own dependency provides it
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
+from verif.flows import ROOT
+
 PYPROJECT = ROOT / "pyproject.toml"
 
 

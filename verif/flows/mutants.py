@@ -23,11 +23,47 @@ tests on the default configuration (its profile's ``mutant_tests``, verif/tb/pro
 *killed* when a test fails or when the run exceeds 3x the clean design's time, and at least 60 s
 more (a hang; the machine is shared). The clean design runs first through the same subset and must
 pass, otherwise the campaign stops. A run of some blocks keeps the other blocks' results in
-build/mutants/.
+build/mutants/ and docs/mutants.json, and the wall time of a block whose verdicts are all the
+record's (read from the store) stays the record's, so that the report is the same.
 
     python -m verif.flows.mutants [BLOCK ...] [--max N] [--seed S] [--jobs J]
+        [--scheduler tcp://HOST:PORT] [--store PATH] [--retry-failed]
     python -m verif.flows.mutants --rerun-survivors [BLOCK ...]   # after adding tests for survivors
     python -m verif.flows.mutants --report-only                   # rewrite docs/mutants.md
+
+Jobs, store, failures
+    Each evaluation (the build and the subset against one Verilog text, :func:`_evaluate`; the
+    clean design's too) is a job submitted through spartan_rtl/jobs.py, the executor of
+    ``spartan explore`` and ``make synth``: on a Dask ``LocalCluster`` of ``--jobs`` worker
+    processes, or on the scheduler of ``--scheduler tcp://HOST:PORT`` (or
+    ``DASK_SCHEDULER_ADDRESS``; one that does not answer is one line, exit status 2, nothing
+    written). Its verdict goes into the store (``--store``, default build/explore.sqlite, the
+    one those two use) under the key (``mutant``, SHA-256 of the Verilog, :func:`verdict_tools`,
+    ``""``, the seed): the tools part names everything else that decides a verdict (the block,
+    a digest of every testbench, golden model and generator module and of the runner, the
+    versions of Verilator, cocotb, cocotbext-axi and NumPy, :data:`EVALUATION` and the time-out
+    rule). So a campaign run again with nothing changed evaluates nothing and writes the same
+    report from the stored verdicts, and one after a change to the tests evaluates every mutant
+    again. A worker killed mid-job takes its build and simulator with it (the child process of
+    :func:`_worker` ends once its parent is gone) and the scheduler gives the job to another
+    worker. A job that fails (its worker died too often, it raised) is stored with its reason
+    and shown as *failed*, which is no verdict and counts nowhere; the campaign goes on, and
+    ``--retry-failed`` runs it again. A clean design that fails its subset is stored as such a
+    failure and stops the campaign.
+
+    ``--rerun-survivors`` is the cheap way to update the figures after tests were added: a
+    killed mutant stays killed when tests are only added, so it keeps the last campaign's
+    verdicts and evaluates only the survivors (and the clean design, which must pass the new
+    tests and sets the time-out) under the current tests' key; the rows it leaves in the
+    report are marked *(rerun)*. The store itself never answers for other tests than those of
+    its key: a full campaign after that evaluates the killed ones again.
+
+    The workers run the subset in this checkout: the work folders are build/mutants/BLOCK/mNN/
+    (the mutant's top.v, the build and simulation logs) of the worker's machine. A remote
+    cluster's workers need this checkout at the same path (a shared filesystem, or the same
+    commit and virtual environment there) with the checkout on their ``PYTHONPATH``, e.g. ``cd
+    CHECKOUT && PYTHONPATH=$PWD .venv/bin/dask worker tcp://HOST:PORT``; a worker whose test
+    sources differ from this side's refuses the job (a failure, not a wrong verdict).
 
 The survivors of seed 1 are explained by hand in :data:`NOTES` (equivalent, or the test added).
 """
@@ -45,13 +81,14 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from spartan_rtl import jobs
+from spartan_rtl.store import Key, digest
 from spartan_rtl.tb import profile
+from verif.flows import ROOT, job_options
 
-ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "mutants"
 DOC = ROOT / "docs" / "mutants.md"
 #: Every block's last verdicts, committed beside the report: a campaign over some blocks keeps
@@ -78,6 +115,15 @@ KINDS = ("operator", "handshake", "stuck", "enable", "constant")
 #: Make variables of verilated.mk for an unoptimised build.
 O0 = "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
 BUILD_TIMEOUT = 900  # seconds; a Verilator build that takes longer counts as invalid
+#: How long an evaluation may run before it is cut (a time-out is a kill): part of a verdict's
+#: store key, as a rule (the seconds follow from the clean run, itself a row of the same key).
+TIMEOUT_RULE = f"build {BUILD_TIMEOUT} s; tests 3x the clean run's, at least 60 s more"
+#: Bump when a change to the evaluation (:func:`_worker`, :func:`_evaluate`) changes what a
+#: stored verdict means: every verdict is then evaluated again.
+EVALUATION = 1
+#: The packages whose versions take part in a verdict: the simulator, the test framework and
+#: its AXI models, and the random stimulus' generator.
+TEST_PACKAGES = ("verilator", "cocotb", "cocotbext-axi", "numpy")
 
 
 # --- the mutation operators ----------------------------------------------------------------
@@ -326,12 +372,24 @@ def rtl(block_name):
     return to_verilog(top, block.top)
 
 
+def _end_with(parent):
+    """In the child, a thread: end the child's process group (itself, the build, the
+    simulator) once ``parent``, the process that times it, is gone (a Dask worker killed
+    mid-job): an orphan would go on writing into the folder that the job's retry uses."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
 def _worker(block_name, directory, seed):
     """In a child process: build ``directory``/top.v, run the subset, write result.json.
     Writes ``built`` when the build is done, so the parent can time the tests alone."""
+    import threading
+
     import cocotb_tools.runner as cocotb_runner
 
     from spartan_rtl import runner
+    threading.Thread(target=_end_with, args=(os.getppid(),), daemon=True).start()
     cocotb_runner.MAX_PARALLEL_BUILD_JOBS = 1  # the campaign runs its own jobs in parallel
     # Unoptimised C++: the build (not the seconds of simulation) is most of a mutant's time,
     # and -O0 halves it. Never a coverage build.
@@ -419,67 +477,200 @@ def _evaluate(block_name, directory, text, seed, test_timeout):
     return result
 
 
-def campaign(blocks, count=None, seed=1, jobs=2, log=print):
-    """Run every block's mutants; returns the results dict written to build/mutants/."""
+def _test_timeout(clean):
+    """A mutant's time-out for its tests: 3x the clean run's, at least 60 s more (the machine
+    is shared): :data:`TIMEOUT_RULE`."""
+    return max(3 * clean["test_s"], clean["test_s"] + 60)
+
+
+# --- the jobs and their store keys ---------------------------------------------------------
+
+def _test_sources():
+    """Every file besides the Verilog that a block's test subset reads, whichever block: the
+    testbenches (verif/tb), the golden models they check against, the generator (the runner
+    elaborates the block for its manifest, and testbenches import its constants), the runner
+    with its toolchain and the Verilator waivers. Conservative: a change to any of them makes
+    every verdict new."""
+    import spartan_rtl
+    from spartan_rtl import golden, hw, tb
+    files = []
+    for package in (tb, golden, hw):
+        files += sorted(Path(package.__file__).resolve().parent.glob("*.py"))
+    product = Path(spartan_rtl.__file__).resolve().parent
+    return files + [product / name for name in ("runner.py", "toolchain.py", "handshake.py",
+                                                "lint_waivers.vlt")]
+
+
+def tests_digest():
+    """SHA-256 of :func:`_test_sources`, each with its folder's and its own name."""
+    return digest(b"".join(f"{f.parent.name}/{f.name}\0".encode() + f.read_bytes()
+                           for f in _test_sources()))
+
+
+def verdict_tools(block_name, tests=None):
+    """The ``tools`` part of a verdict's store key: what decides it besides the Verilog and
+    the seed (``tests``: :func:`tests_digest`, when the caller has it)."""
+    from importlib import metadata
+    return {"block": block_name, "tests": tests or tests_digest(),
+            **{package: metadata.version(package) for package in TEST_PACKAGES},
+            "evaluation": EVALUATION, "timeout": TIMEOUT_RULE}
+
+
+def verdict_key(text, tools, seed):
+    """The store key of the verdict on the Verilog ``text``: kind ``mutant``, the text's
+    SHA-256, :func:`verdict_tools`, no device, the campaign's seed."""
+    return Key.of("mutant", digest(text), tools, "", seed)
+
+
+def evaluate_job(block_name, directory, text, seed, test_timeout, tests):
+    """On a worker: :func:`_evaluate`, once the worker's test sources are found to be those
+    of the key (``tests``): a worker of another checkout would store its tests' verdict under
+    this side's key."""
+    if tests_digest() != tests:
+        raise RuntimeError(f"this worker's test sources (checkout {ROOT}) differ from the "
+                           f"campaign's")
+    return _evaluate(block_name, directory, text, seed, test_timeout)
+
+
+def clean_job(block_name, directory, text, seed, tests):
+    """On a worker: the clean design's evaluation, which must pass its subset; one that does
+    not raises, so that it is a stored failure (``--retry-failed`` runs it again)."""
+    clean = evaluate_job(block_name, directory, text, seed, BUILD_TIMEOUT, tests)
+    if clean["status"] != "survived":
+        raise RuntimeError(f"{clean['status']}: {clean.get('error')}")
+    return clean
+
+
+class Evaluations:
+    """The evaluations of one run, submitted through spartan_rtl/jobs.py on ``client``,
+    their verdicts kept in ``store``: each is evaluated only if the store lacks it."""
+
+    def __init__(self, client, store, seed, retry_failed=False):
+        self.client, self.store, self.seed = client, store, seed
+        self.retry_failed, self.tests = retry_failed, tests_digest()
+
+    def clean(self, block_name, text):
+        """The clean design's result (its ``test_s`` sets the mutants' time-out); one that
+        fails its subset stops the campaign."""
+        tools = verdict_tools(block_name, self.tests)
+        job = jobs.Job(verdict_key(text, tools, self.seed), clean_job,
+                       (block_name, str(OUT / block_name / "clean"), text, self.seed,
+                        self.tests), f"{block_name} clean",
+                       {"block": block_name, "mutant": "clean"})
+        row = jobs.run(self.client, [job], self.store, what=f"{block_name} clean design",
+                       retry_failed=self.retry_failed)[job.key]
+        if not row.ok:
+            raise SystemExit(f"mutants: the clean {block_name} fails its own subset "
+                             f"({row.reason}); fix that first (a transient failure: "
+                             f"--retry-failed runs it again)")
+        return row.result
+
+    def verdicts(self, block_name, texts, test_timeout):
+        """``{index: verdict}`` of the Verilog ``texts`` (``{index: text}``, the mutants
+        mNN of the block): :func:`_evaluate`'s result, or status ``failed`` and the job's
+        reason (its worker died, it raised: no verdict)."""
+        tools = verdict_tools(block_name, self.tests)
+        asked = {}
+        for k, text in texts.items():
+            label = f"{block_name} m{k:02d}"
+            asked[k] = jobs.Job(verdict_key(text, tools, self.seed), evaluate_job,
+                                (block_name, str(OUT / block_name / f"m{k:02d}"), text,
+                                 self.seed, test_timeout, self.tests), label,
+                                {"block": block_name, "mutant": f"m{k:02d}"})
+        rows = jobs.run(self.client, list(asked.values()), self.store,
+                        what=f"{block_name} mutants", retry_failed=self.retry_failed)
+        return {k: rows[job.key].result if rows[job.key].ok else
+                {"status": "failed", "error": rows[job.key].reason}
+                for k, job in asked.items()}
+
+
+def campaign(blocks, count=None, seed=1, *, client, store, log=print, retry_failed=False):
+    """Run every block's mutants, each a job on ``client`` unless ``store`` has its verdict;
+    returns the results dict written to build/mutants/ and docs/mutants.json."""
     results = {"seed": seed, "blocks": {}}
     old = _previous()
-    if old is not None:  # a run of some blocks keeps the others' results (same seed only)
-        if old.get("seed") == seed:
-            results["blocks"] = {b: r for b, r in old["blocks"].items() if b not in blocks}
+    record = old["blocks"] if old is not None and old.get("seed") == seed else {}
+    # A run of some blocks keeps the others' results (same seed only).
+    results["blocks"] = {b: r for b, r in record.items() if b not in blocks}
+    evaluations = Evaluations(client, store, seed, retry_failed)
     for block in blocks:
         start = time.monotonic()
         text = rtl(block)
         n = profile.of(block).mutants if count is None else count
         mutants = select(text, n, seed, block)
         bdir = OUT / block
-        (bdir).mkdir(parents=True, exist_ok=True)
+        bdir.mkdir(parents=True, exist_ok=True)
         (bdir / "original.v").write_text(text)
-        clean = _evaluate(block, bdir / "clean", text, seed, BUILD_TIMEOUT)
-        if clean["status"] != "survived":
-            raise SystemExit(f"mutants: the clean {block} fails its own subset "
-                             f"({clean['status']}: {clean.get('error')}); fix that first")
-        test_timeout = max(3 * clean["test_s"], clean["test_s"] + 60)  # the machine is shared
+        clean = evaluations.clean(block, text)
+        test_timeout = _test_timeout(clean)
         log(f"{block}: clean build {clean['build_s']} s, tests {clean['test_s']} s; "
             f"{len(mutants)} mutants (timeout {test_timeout:.0f} s)")
-
-        def one(k_m):
-            k, m = k_m
-            r = _evaluate(block, bdir / f"m{k:02d}", m.apply(text), seed, test_timeout)
-            log(f"  {block} m{k:02d} {r['status']:8s} {m.kind:9s} line {m.line}: {m.what}")
-            return {**asdict(m), "index": k, **r}
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            rows = list(pool.map(one, enumerate(mutants)))
-        results["blocks"][block] = {"clean": clean, "lines": text.count("\n"),
-                                    "sites": len(sites(text)), "mutants": rows,
-                                    "wall_s": round(time.monotonic() - start)}
+        texts = {k: m.apply(text) for k, m in enumerate(mutants)}
+        verdicts = evaluations.verdicts(block, texts, test_timeout)
+        rows = []
+        for k, m in enumerate(mutants):
+            rows.append({**asdict(m), "index": k, **verdicts[k]})
+            log(f"  {block} m{k:02d} {rows[-1]['status']:8s} {m.kind:9s} line {m.line}: "
+                f"{m.what}")
+        entry = {"clean": clean, "lines": text.count("\n"), "sites": len(sites(text)),
+                 "mutants": rows, "wall_s": round(time.monotonic() - start)}
+        kept = record.get(block, {})
+        if (kept.get("clean"), kept.get("mutants")) == (clean, rows):
+            # The record's verdicts, from the store: the time is the run's that made them.
+            entry["wall_s"] = kept.get("wall_s", entry["wall_s"])
+        results["blocks"][block] = entry
         results["wall_s"] = sum(b.get("wall_s", 0) for b in results["blocks"].values())
         _save(results)
     return results
 
 
-def rerun_survivors(blocks, seed=1, jobs=2, log=print, only=None):
-    """Run the survivors of the last campaign again (after tests were added), from their
-    stored Verilog (build/mutants/BLOCK/mNN/top.v): a killed mutant stays killed when tests
-    are only added, so this is the cheap way to update the figures."""
+def _original(block_name):
+    """The Verilog the last campaign mutated: build/mutants/BLOCK/original.v, else (a fresh
+    clone, where only docs/mutants.json is) the block's Verilog now."""
+    path = OUT / block_name / "original.v"
+    return path.read_text() if path.exists() else rtl(block_name)
+
+
+def _mutant_text(block_name, row, original):
+    """The Verilog of the record's mutant ``row``: ``original`` with its line changed (a
+    record older than the lines it keeps: the mutant's top.v in build/mutants/)."""
+    mutant = Mutant(row["kind"], row["line"], row["before"], row["after"], row["what"])
+    kept = OUT / block_name / f"m{row['index']:02d}" / "top.v"
+    if not mutant.before and kept.exists():
+        return kept.read_text()
+    lines = original.split("\n")
+    if not mutant.before or len(lines) < mutant.line or lines[mutant.line - 1] != mutant.before:
+        raise SystemExit(f"mutants: {block_name} m{row['index']:02d}'s line {mutant.line} is "
+                         f"not in the Verilog it was made from any more; run the campaign again")
+    return mutant.apply(original)
+
+
+def rerun_survivors(blocks, *, client, store, log=print, only=None, retry_failed=False):
+    """Run the survivors of the last campaign again (after tests were added), under the
+    current tests' key and the last campaign's seed: a killed mutant stays killed when tests
+    are only added, so this is the cheap way to update the figures. The clean design runs
+    first (from the store if it is there): it must pass the new tests, and its time sets the
+    time-out."""
     results = _previous()
+    evaluations = Evaluations(client, store, results["seed"], retry_failed)
     for block in blocks:
         b = results["blocks"][block]
-        clean = b["clean"]
-        test_timeout = max(3 * clean["test_s"], clean["test_s"] + 60)
+        start = time.monotonic()
+        original = _original(block)
         todo = [r for r in b["mutants"] if r["status"] == "survived"
                 and (only is None or f"m{r['index']:02d}" in only)]
-        start = time.monotonic()
-
-        def one(r):
-            d = OUT / block / f"m{r['index']:02d}"
-            new = _evaluate(block, d, (d / "top.v").read_text(), seed, test_timeout)
-            log(f"  {block} m{r['index']:02d} {new['status']:8s} (rerun) {r['what']}")
-            r.update(new, rerun=True)
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(one, todo))
-        b["rerun_s"] = round(time.monotonic() - start)
+        texts = {r["index"]: _mutant_text(block, r, original) for r in todo}
+        clean = evaluations.clean(block, original)
+        verdicts = evaluations.verdicts(block, texts, _test_timeout(clean))
+        changed = b.get("clean") != clean
+        for r in todo:
+            before = dict(r)
+            r.update(verdicts[r["index"]], rerun=True)
+            changed |= r != before
+            log(f"  {block} m{r['index']:02d} {r['status']:8s} (rerun) {r['what']}")
+        b["clean"] = clean
+        if changed or "rerun_s" not in b:    # else the verdicts of the run that made them
+            b["rerun_s"] = round(time.monotonic() - start)
         _save(results)
     return results
 
@@ -543,6 +734,32 @@ NOTES = {
         "fills it; wgrad: a waiting `B` beat goes to the block the current tile reads, at row "
         "0 beat 0, which that tile read first). With one block (before the second was added) "
         "the same mutants were killed by an OP 1 layer.",
+    ("engine", "if (\\core.acc_cmds.w_port__en )", "if (1'h1)"):
+        "equivalent under the engine's schedule: the accumulator's command queue (4 entries) "
+        "never fills, so the always-on write only touches the free entry at the write pointer, "
+        "which the sequencer's next real write sets. The sequencer is at most a step ahead "
+        "of the reader (its read queue holds 2 commands) and the reader at most a step ahead "
+        "of the GEMM (a step's B chunk loads after the step before has left the GEMM); "
+        "coverage agrees: the sequencer's wait on a full queue (`acc_cmds.w_rdy` low in "
+        "ISSUE_ACC) is taken in no test.",
+    ("engine", "assign _0509_ = _0508_[32] ? 32'd4294967295 : _0508_[31:0];",
+     "assign _0509_ = _0508_[32] ? 32'h0 : _0508_[31:0];"):
+        "not killed, beyond simulation: `ROWS_EMPTY` saturating at 2**32 - 1 needs over 4e9 "
+        "empty rows (the coverage waiver of the same arm says so). Not equivalent.",
+    ("engine", "assign _0513_ = _0512_[32] ? 32'd4294967295 : _0512_[31:0];",
+     "assign _0513_ = _0512_[32] ? 32'hfffffffe : _0512_[31:0];"):
+        "not killed, beyond simulation: `MACS_SKIPPED` saturating at 2**32 - 1 needs over 4e9 "
+        "skipped MACs (a million empty rows at the defaults). Not equivalent.",
+    ("engine", "if (\\core.compactor.grant_fifo.w_port__en )", "if (1'h1)"):
+        "equivalent in the engine: the compactor's grant FIFO (4 entries) holds the rows "
+        "whose mask has left and whose data has not; the GEMM's row loader takes a row's data "
+        "beats before the next row's mask, so it holds at most one and is never full, and the "
+        "always-on write only touches the free entry at the write pointer. (The compactor's "
+        "own campaign fills it with `outputs_held`.)",
+    ("engine", "if (\\core.compactor.row_fifo.w_port__en )", "if (1'h1)"):
+        "not killed, likely equivalent, as the mask FIFO's enable that it is written beside: "
+        "the compactor's admission (`room`) reserves a place for every row in flight, so the "
+        "memory may never be full, and only a full one would show the stray write.",
     ("engine", "if (\\core.transposer.staged.w_port__en )", "if (1'h1)"):
         "equivalent: the transposer issues a bank read only while its `staged` FIFO has room "
         "for it and the one in flight (`staged.level + issued < 3` of 4), so the FIFO's inner "
@@ -590,6 +807,14 @@ def _md(text):
     return "`".join(parts).replace("|", "\\|")
 
 
+def _tally(rows):
+    """``(invalid, killed, failed)`` of verdict rows: a time-out is a kill; a *failed*
+    evaluation (its job died or raised) is no verdict, and counts as neither."""
+    def count(*statuses):
+        return sum(r["status"] in statuses for r in rows)
+    return count("invalid"), count("killed", "timeout"), count("failed")
+
+
 def report(results):
     rerun = sum(b.get("rerun_s", 0) for b in results["blocks"].values())
     lines = ["<!-- Generated by make mutants (python -m verif.flows.mutants); do not edit. -->",
@@ -599,7 +824,10 @@ def report(results):
              "(default configuration, Verilator) fail or hang (over 3x the clean run's time, "
              "and at least 60 s more). "
              "*Invalid* mutants are those Verilator refuses to build; they do not count. "
-             "How it works: docs/verification.md, *Fault injection*.", "",
+             "How it works: docs/verification.md, *Fault injection*. Each evaluation is a "
+             "job on Dask.distributed, its verdict kept in the store build/explore.sqlite "
+             "under the mutant's Verilog, the tests and the seed (docs/explore.md, *The "
+             "store*), so a campaign run again evaluates only what changed.", "",
              f"Seed {results['seed']}; wall time {results.get('wall_s', 0) // 60} min "
              f"{results.get('wall_s', 0) % 60} s, the sum of the blocks' (2 mutants at a time, "
              "on a 2-core machine shared with other jobs; `make mutants` runs the blocks with "
@@ -610,16 +838,16 @@ def report(results):
              "| block | Verilog lines | sites | mutants | invalid | killed | survived "
              "(equivalent) | killed % | killed % of non-equivalent | wall (min) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    total_k = total_v = total_e = 0
+    total_k = total_v = total_e = total_f = 0
     survivors = []
     for block, b in results["blocks"].items():
         rows = b["mutants"]
-        invalid = sum(r["status"] == "invalid" for r in rows)
-        killed = sum(r["status"] in ("killed", "timeout") for r in rows)
+        invalid, killed, failed = _tally(rows)
         equivalent = sum(r["status"] == "survived" and _note(block, r).startswith("equivalent")
                          for r in rows)
-        valid = len(rows) - invalid
+        valid = len(rows) - invalid - failed
         total_k, total_v, total_e = total_k + killed, total_v + valid, total_e + equivalent
+        total_f += failed
         pct = f"{100 * killed / valid:.0f} %" if valid else "-"
         pct_ne = f"{100 * killed / (valid - equivalent):.0f} %" if valid > equivalent else "-"
         lines.append(f"| {block} | {b['lines']} | {b['sites']} | {len(rows)} | {invalid} | "
@@ -630,18 +858,22 @@ def report(results):
         lines.append(f"| **all** | | | | | **{total_k}** | **{total_v - total_k}** ({total_e}) | "
                      f"**{100 * total_k / total_v:.1f} %** | "
                      f"**{100 * total_k / max(1, total_v - total_e):.1f} %** | |")
-    first = sum(r.get("rerun", False) and r["status"] != "survived"
+    first = sum(r.get("rerun", False) and r["status"] in ("killed", "timeout")
                 for b in results["blocks"].values() for r in b["mutants"])
     if first and total_v:
         lines += ["", f"Before the tests added for them: {total_k - first} of {total_v} killed "
                   f"({100 * (total_k - first) / total_v:.1f} %)."]
+    if total_f:
+        lines += ["", f"{total_f} mutant(s) have no verdict: their evaluation *failed* (the job "
+                  "died or raised; the reason is under *Every mutant*), so they count nowhere; "
+                  "`--retry-failed` runs them again."]
     lines += ["", "## By kind", "", "| kind | mutants | invalid | killed | survived |",
               "|---|---:|---:|---:|---:|"]
     for kind in KINDS:
         rows = [r for b in results["blocks"].values() for r in b["mutants"] if r["kind"] == kind]
-        inv = sum(r["status"] == "invalid" for r in rows)
-        kil = sum(r["status"] in ("killed", "timeout") for r in rows)
-        lines.append(f"| {kind} | {len(rows)} | {inv} | {kil} | {len(rows) - inv - kil} |")
+        inv, kil, failed = _tally(rows)
+        lines.append(f"| {kind} | {len(rows)} | {inv} | {kil} | "
+                     f"{len(rows) - inv - kil - failed} |")
     lines += ["", "## Survivors", ""]
     if not survivors:
         lines.append("None.")
@@ -652,7 +884,7 @@ def report(results):
             lines.append(f"| {block} | m{r['index']:02d} | {r['line']} | {_md(r['what'])} | "
                          f"{_diff(r)} | {_note(block, r)} |")
     rescued = [(block, r) for block, b in results["blocks"].items() for r in b["mutants"]
-               if r.get("rerun") and r["status"] != "survived"]
+               if r.get("rerun") and r["status"] in ("killed", "timeout")]
     if rescued:
         lines += ["", "## Survivors of the first run, killed by tests added for them", "",
                   "| block | # | line | mutation | diff | the test added |",
@@ -683,21 +915,27 @@ def default_blocks():
     return [b for b in BLOCKS if profile.of(b).mutants]
 
 
+def _shown(path):
+    """``path`` as the user reads it: relative to the checkout when inside it."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def main(argv=None):
     from spartan_rtl.hw.blocks import BLOCKS
-    p = argparse.ArgumentParser(prog="python -m verif.flows.mutants",
-                                description=__doc__.split("\n")[0])
+    p = job_options.Parser(prog="python -m verif.flows.mutants",
+                           description=__doc__.split("\n")[0])
     p.add_argument("blocks", nargs="*", metavar="BLOCK",
                    help=f"blocks (default: {' '.join(default_blocks())})")
     p.add_argument("--max", type=int, default=None,
                    help="mutants per block (default: the block's profile)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
+    job_options.add_executor_options(p, ROOT, workers=2, what="mutants")
     p.add_argument("--report-only", action="store_true",
                    help="rewrite docs/mutants.md from the last results (build/mutants/, else "
                         "docs/mutants.json)")
     p.add_argument("--rerun-survivors", action="store_true",
-                   help="run only the last campaign's survivors again (after adding tests)")
+                   help="run only the last campaign's survivors again (after adding tests), "
+                        "with its seed")
     p.add_argument("--only", metavar="mNN,...", type=lambda v: set(v.split(",")),
                    help="with --rerun-survivors: only these mutants (the others keep their "
                         "verdicts)")
@@ -706,25 +944,32 @@ def main(argv=None):
     if a.worker:
         _worker(a.blocks[0], a.worker, a.seed)
         return
+    previous = _previous()
+    if (a.report_only or a.rerun_survivors) and previous is None:
+        p.error(f"no campaign's results to start from ({_shown(RECORD)}); run one first")
     if a.report_only:
-        DOC.write_text(report(_previous()))
+        DOC.write_text(report(previous))
         return
-    blocks = a.blocks or default_blocks()
+    blocks = a.blocks or (list(previous["blocks"]) if a.rerun_survivors else default_blocks())
+    known = previous["blocks"] if a.rerun_survivors else BLOCKS
     for b in blocks:
-        if b not in BLOCKS:
-            raise SystemExit(f"block must be one of {', '.join(BLOCKS)}, not {b!r}")
-    from spartan_rtl import toolchain
-    toolchain.apply_sim_env()
+        if b not in known:
+            p.error(f"block must be one of {', '.join(known)}, not {b!r}")
+    store_path = job_options.store_path(p, a)
     say = lambda s: print(s, flush=True)  # noqa: E731
-    if a.rerun_survivors:
-        results = rerun_survivors(a.blocks or list(_previous()["blocks"]), a.seed, a.jobs,
-                                  log=say, only=a.only)
-    else:
-        results = campaign(blocks, a.max, a.seed, a.jobs, log=say)
+    with job_options.executor(p, a, store_path) as (client, store):
+        if a.rerun_survivors:
+            results = rerun_survivors(blocks, client=client, store=store, log=say, only=a.only,
+                                      retry_failed=a.retry_failed)
+        else:
+            results = campaign(blocks, a.max, a.seed, client=client, store=store, log=say,
+                               retry_failed=a.retry_failed)
     DOC.write_text(report(results))
-    print(f"wrote {DOC.relative_to(ROOT)} and {RECORD.relative_to(ROOT)}; "
-          f"campaign wall time {results['wall_s']} s")
+    print(f"wrote {_shown(DOC)} and {_shown(RECORD)}; campaign wall time {results['wall_s']} s")
 
 
 if __name__ == "__main__":
-    main()
+    # As verif.flows.mutants, not __main__: the jobs' workers import the flow under that name
+    # to run evaluate_job; one copy of the module, not two.
+    from verif.flows import mutants
+    mutants.main()

@@ -15,8 +15,8 @@ import math
 from pathlib import Path
 
 from spartan_rtl import bench as bench_registry
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SYNTH_JSON = ROOT / "docs" / "synth.json"
 
 

@@ -1,7 +1,8 @@
 """What several test modules share, so that no test module imports another: test ids of
 parameter sets, the compactor's and expander's common cases, small configurations of every
-block, and the in-process ``spartan`` runner with its checks of the one-line error contract.
-(amaranth.sim helpers are in verif/tests/amsim.py.)"""
+block, the in-process ``spartan`` runner with its checks of the one-line error contract, a
+Yosys-style module to mutate, and the rows of a flow's store. (amaranth.sim helpers are in
+verif/tests/amsim.py; the Dask fixtures in verif/tests/conftest.py.)"""
 
 from __future__ import annotations
 
@@ -157,3 +158,61 @@ def config_cases(tmp):
 
 #: Text near TOML: parameter names, brackets, quotes, numbers and booleans.
 TOML_TEXT = st.text(alphabet="lanes width=[]{}\"'.#\n0123456789xabtruefls,-+_ ", max_size=60)
+
+
+# --- fault injection (verif/flows/mutants.py) -----------------------------------------------
+
+#: A hand-written module in the style of Yosys' write_verilog: a counter with an enable, a
+#: memory write, a handshake output and a comparison.
+YOSYS_STYLE_MODULE = r"""module t(clk, rst, en, a, b, s_axis_tready, m_axis_tvalid, q);
+  input clk;
+  wire clk;
+  input rst;
+  wire rst;
+  input en;
+  wire en;
+  input [3:0] a;
+  wire [3:0] a;
+  input [3:0] b;
+  wire [3:0] b;
+  output s_axis_tready;
+  wire s_axis_tready;
+  output m_axis_tvalid;
+  wire m_axis_tvalid;
+  output [3:0] q;
+  wire [3:0] q;
+  wire [3:0] _000_;
+  wire [3:0] _001_;
+  wire [3:0] _002_;
+  wire _003_;
+  reg [3:0] \core.count  = 4'h0;
+  reg [3:0] mem [1:0];
+  always @(posedge clk) begin
+    if (en)
+      mem[a[0]] <= b;
+  end
+  assign _000_ = \core.count  + 4'h1;
+  assign _001_ = en ? _000_ : \core.count ;
+  assign _002_ = rst ? 4'h0 : _001_;
+  always @(posedge clk)
+    \core.count  <= _002_;
+  assign _003_ = a <= b;
+  assign s_axis_tready = ~ _003_;
+  assign m_axis_tvalid = _003_ & (| \core.count );
+  assign q = mem[1] ^ \core.count ;
+endmodule
+"""
+
+
+# --- the flows on the executor: their store ----------------------------------------------------
+
+def store_rows(path):
+    """``[(kind, design, tools, device, seed, status, reason)]`` of the store at ``path``, in
+    the order of kind, device, seed and design."""
+    import sqlite3
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT kind, design, tools, device, seed, status, reason FROM results"
+                          " ORDER BY kind, device, seed, design").fetchall()
+    finally:
+        db.close()

@@ -60,18 +60,17 @@ def failing_job(folder, name, value):
     raise RuntimeError(f"tool failed on {value}\nsecond line of the log")
 
 
-def fake_verilog(changed):
-    return {"sha256": "v-" + ",".join(f"{k}={v}" for k, v in sorted(changed.items())),
-            "family_values": {"multiplier": "ecp5"}}
+def fake_verilog(block, changed, family):
+    return {"sha256": "v-" + ",".join(f"{k}={v}" for k, v in sorted(changed.items()))}
 
 
-def fake_netlist(changed):
+def fake_netlist(block, changed, family, build):
     """LUTs grow with the resident chunk; a DSP a multiplier."""
-    return {"lut": 10 * changed["k"] * changed["n"], "ff": 100, "bram": 1,
-            "dsp": changed["n_par"], "harness_ffs": 0, "family_values": {"multiplier": "ecp5"}}
+    return {"key": "k", "lut": 10 * changed["k"] * changed["n"], "ff": 100, "bram": 1,
+            "dsp": changed["n_par"], "harness_ffs": 0}
 
 
-def fake_place(changed, device, seed, freq):
+def fake_place(block, changed, family, device, seed, freq, build, netlist_key):
     return {"fits": True, "reason": None, "fmax_mhz": fake_fmax(changed, seed)}
 
 

@@ -1,4 +1,4 @@
-"""The formal flow itself (verif/flows/formal.py): the harness finds every channel, a stream that
+"""The formal flow itself (verif/flows/formal/): the harness finds every channel, a stream that
 breaks the handshake rules fails, a correct one passes, and one real block check runs shallow.
 ``make formal`` runs every check to its full depth."""
 
@@ -39,7 +39,8 @@ def test_stability_violation_is_found(tmp_path):
     result = _run(tmp_path, RegisterSlice(broken=True), depth=4)
     assert result["status"] == "FAIL"
     # The counterexample points at the stability assertion of the harness.
-    assert result["failures"] and all("formal.py" in f["where"] for f in result["failures"])
+    assert result["failures"] and all("formal/harness.py" in f["where"]
+                                      for f in result["failures"])
     assert (tmp_path / "toy" / "check_bmc" / "engine_0" / "trace.vcd").exists()
 
 

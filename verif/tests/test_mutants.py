@@ -9,47 +9,7 @@ import pytest
 
 from spartan_rtl import toolchain
 from verif.flows import mutants
-
-#: A hand-written module in the style of Yosys' write_verilog: a counter with an enable, a
-#: memory write, a handshake output and a comparison.
-SAMPLE = r"""module t(clk, rst, en, a, b, s_axis_tready, m_axis_tvalid, q);
-  input clk;
-  wire clk;
-  input rst;
-  wire rst;
-  input en;
-  wire en;
-  input [3:0] a;
-  wire [3:0] a;
-  input [3:0] b;
-  wire [3:0] b;
-  output s_axis_tready;
-  wire s_axis_tready;
-  output m_axis_tvalid;
-  wire m_axis_tvalid;
-  output [3:0] q;
-  wire [3:0] q;
-  wire [3:0] _000_;
-  wire [3:0] _001_;
-  wire [3:0] _002_;
-  wire _003_;
-  reg [3:0] \core.count  = 4'h0;
-  reg [3:0] mem [1:0];
-  always @(posedge clk) begin
-    if (en)
-      mem[a[0]] <= b;
-  end
-  assign _000_ = \core.count  + 4'h1;
-  assign _001_ = en ? _000_ : \core.count ;
-  assign _002_ = rst ? 4'h0 : _001_;
-  always @(posedge clk)
-    \core.count  <= _002_;
-  assign _003_ = a <= b;
-  assign s_axis_tready = ~ _003_;
-  assign m_axis_tvalid = _003_ & (| \core.count );
-  assign q = mem[1] ^ \core.count ;
-endmodule
-"""
+from verif.tests.helpers import YOSYS_STYLE_MODULE as SAMPLE
 
 
 def test_every_kind_has_sites():

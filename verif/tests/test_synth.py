@@ -1,4 +1,4 @@
-"""The synthesis flow (verif/flows/synth.py) on small fixtures: parsing of real tool output, the
+"""The synthesis flow (verif/flows/synth/) on small fixtures: parsing of real tool output, the
 harness, device choice per size pair, seeds, the figure of merit, the ASIC proxy's figures,
 targets, merging and the command line; no FPGA tools, seconds. The expected numbers are worked
 by hand in the comments. The flow itself runs in ``make synth`` only (minutes to hours)."""
@@ -190,31 +190,41 @@ def test_over_capacity_counts_the_harness_flip_flops():
 
 
 def _member(name, dsp):
-    return ({"key": name, "block": "gemm", "lut": 1000, "ff": 500, "bram": 2, "dsp": dsp,
-             "harness_ffs": 100}, name)
+    return {"key": name, "block": "gemm", "size": name, "family": "ecp5", "lut": 1000,
+            "ff": 500, "bram": 2, "dsp": dsp, "harness_ffs": 100}
 
 
-def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
+def _placer(answer):
+    """A ``place`` for :func:`synth.place_groups` answering each ask with ``answer(member
+    name, device name, seed)``, and the rounds it was asked."""
+    rounds = []
+
+    def place(asks):
+        rounds.append([(e["size"], d.name, s) for e, d, s in asks])
+        return [answer(e["size"], d.name, s) for e, d, s in asks]
+    return place, rounds
+
+
+FMAX = {("sparse", 1): 60.0, ("sparse", 2): 66.0, ("sparse", 3): 63.0,
+        ("dense", 1): 70.0, ("dense", 2): 71.0, ("dense", 3): 75.0}
+
+
+def _placed(name, device, seed):
+    return {"seed": seed, "fits": True, "fmax_mhz": FMAX[(name, seed)], "seconds": 1.0,
+            "critical_path": {"from": "a", "to": f"b{seed}", "delay_ns": 1e3 / FMAX[(name, seed)]},
+            "utilisation": {"TRELLIS_COMB": [seed, 83640]}, "reason": None}
+
+
+def test_a_size_and_its_twin_are_placed_on_the_same_device():
     """The sparse build needs 80 DSPs (the 25F has 28, the 45F 72), its twin 20: both go to the
-    85F, each with seeds 1..3; a no-fit from nextpnr on one member moves both on as well (to the
-    next device, the 45F)."""
-    calls = []
-    fmax = {("sparse", 1): 60.0, ("sparse", 2): 66.0, ("sparse", 3): 63.0,
-            ("dense", 1): 70.0, ("dense", 2): 71.0, ("dense", 3): 75.0}
-
-    def fake_place(work, family, device, seed, freq, netlist_key):
-        calls.append((work, device.name, seed))
-        return {"seed": seed, "fits": True, "fmax_mhz": fmax[(work, seed)], "seconds": 1.0,
-                "critical_path": {"from": "a", "to": f"b{seed}",
-                                  "delay_ns": 1e3 / fmax[(work, seed)]},
-                "utilisation": {"TRELLIS_COMB": [seed, 83640]}}
-
-    monkeypatch.setattr(synth, "place_seed", fake_place)
-    ecp5 = synth.FAMILIES["ecp5"]
-    sparse, dense = synth.place_group([_member("sparse", 80), _member("dense", 20)], ecp5,
-                                      seeds=3, jobs=2)
-    assert sorted(calls) == sorted((w, "LFE5U-85F-6", s) for w in ("sparse", "dense")
-                                   for s in (1, 2, 3))
+    85F, each with seeds 1..3, in one round; a no-fit from nextpnr on one member moves both on
+    as well (to the next device, the 45F, in a second round)."""
+    place, rounds = _placer(_placed)
+    (sparse, dense), failed = synth.place_groups(
+        [("ecp5", [_member("sparse", 80), _member("dense", 20)])], place, seeds=3)
+    assert failed == [] and len(rounds) == 1
+    assert sorted(rounds[0]) == sorted((w, "LFE5U-85F-6", s) for w in ("sparse", "dense")
+                                       for s in (1, 2, 3))
     assert (sparse["device"], dense["device"]) == ("LFE5U-85F-6", "LFE5U-85F-6")
     assert (sparse["fmax_mhz"], sparse["fmax_min"], sparse["fmax_max"]) == (63.0, 60.0, 66.0)
     assert dense["fmax_mhz"] == pytest.approx(72.0)
@@ -222,25 +232,44 @@ def test_a_size_and_its_twin_are_placed_on_the_same_device(monkeypatch):
     assert sparse["critical_path"]["seed"] == 1 and sparse["critical_path"]["to"] == "b1"
     assert dense["utilisation"] == {"TRELLIS_COMB": [1, 83640]}      # seed 1's
 
-    calls.clear()
-
-    def no_fit_on_25f(work, family, device, seed, freq, netlist_key):
-        if device.name == "LFE5U-25F-6" and work == "dense":
-            calls.append((work, device.name, seed))
+    def no_fit_on_25f(name, device, seed):
+        if device == "LFE5U-25F-6" and name == "dense":
             return {"seed": seed, "fits": False, "reason": "LFE5U-25F-6: Unable to place"}
-        return fake_place(work, family, device, seed, freq, netlist_key)
+        return _placed(name, device, seed)
 
-    monkeypatch.setattr(synth, "place_seed", no_fit_on_25f)
-    sparse, dense = synth.place_group([_member("sparse", 8), _member("dense", 8)], ecp5,
-                                      seeds=3, jobs=2)
+    place, rounds = _placer(no_fit_on_25f)
+    (sparse, dense), _ = synth.place_groups(
+        [("ecp5", [_member("sparse", 8), _member("dense", 8)])], place, seeds=3)
     assert (sparse["device"], dense["device"]) == ("LFE5U-45F-6", "LFE5U-45F-6")
-    assert {c[1] for c in calls} == {"LFE5U-25F-6", "LFE5U-45F-6"}
+    assert [{d for _, d, _ in r} for r in rounds] == [{"LFE5U-25F-6"}, {"LFE5U-45F-6"}]
 
-    # Nowhere to go: neither fits, each with the reason.
-    big = synth.place_group([_member("sparse", 200), _member("dense", 20)], ecp5, seeds=3)
-    assert [m["fits"] for m in big] == [False, False]
+    # Nowhere to go: neither fits, each with the reason; nothing is placed.
+    place, rounds = _placer(_placed)
+    big, _ = synth.place_groups([("ecp5", [_member("sparse", 200), _member("dense", 20)])],
+                                place, seeds=3)
+    assert [m["fits"] for m in big] == [False, False] and rounds == []
     assert big[0]["reason"] == "LFE5U-85F-6: needs more dsp than the device has"
     assert big[1]["reason"] == "LFE5U-85F-6: its twin does not fit"
+
+
+def test_groups_are_placed_in_rounds_and_a_failed_seed_fails_its_member_only():
+    """Two groups in one round; in the second, a tool error on one seed of the dense member:
+    that member is a failure with the reason, its twin is placed, and nothing moves on."""
+    def answer(name, device, seed):
+        if name == "dense" and seed == 2:
+            return "SynthError: nextpnr failed"
+        return _placed(name, device, seed)
+
+    place, rounds = _placer(answer)
+    entries, failed = synth.place_groups(
+        [("ecp5", [_member("sparse", 8), _member("dense", 8)]),
+         ("ecp5", [dict(_member("sparse", 8), block="other")])], place, seeds=3)
+    assert len(rounds) == 1 and len(rounds[0]) == 9
+    assert [(e["block"], e["size"], e["device"]) for e in entries] == [
+        ("gemm", "sparse", "LFE5U-25F-6"), ("other", "sparse", "LFE5U-25F-6")]
+    [(entry, job, reason)] = failed
+    assert (entry["size"], job, reason) == ("dense", "place and route on LFE5U-25F-6 seed 2",
+                                            "SynthError: nextpnr failed")
 
 
 def test_random_masks_are_unstructured_at_the_density_asked():
@@ -416,49 +445,6 @@ def test_merge_replaces_prunes_and_keeps_old_single_seed_entries(tmp_path):
     doc = synth.merge([tiny], path, None, keep={("gemm", "k=16"): tiny["params"]})
     assert ("k=16", 90.0) in [(r["size"], r["fmax_mhz"]) for r in doc["runs"]]
     assert "k=16" not in [r["size"] for r in synth.merge([], path, None)["runs"]]
-
-
-def test_run_places_twins_together_adds_the_model_and_the_asic_proxy(monkeypatch, tmp_path):
-    """The flow's orchestration with the tools replaced: what ``run`` merges, for the GEMM (one
-    explicit size and its twin) and for a block without a dense-only build."""
-    monkeypatch.setattr(synth, "BUILD", tmp_path / "build")
-
-    def fake_yosys(block, changed, family):
-        params = block.resolve(changed)
-        return ({"block": block.name, "top": block.top, "params": params, "changed": changed,
-                 "size": synth._tag(changed), "family": family.name, "key": synth._tag(changed),
-                 "lut": 900 if params.get("sparse", False) else 700, "ff": 500, "bram": 2,
-                 "dsp": 8, "lutram": 0, "cells": {}, "harness_ffs": 100}, synth._tag(changed))
-
-    def fake_place(work, family, device, seed, freq, netlist_key):
-        return {"seed": seed, "fits": True, "fmax_mhz": 100.0 + seed, "seconds": 1.0,
-                "critical_path": None, "utilisation": {}}
-
-    def fake_asic(block, changed):
-        params = block.resolve(changed)
-        return {"block": block.name, "params": params, "changed": changed,
-                "size": synth._tag(changed), "family": synth.ASIC, "transistors": 1000,
-                "ffs": 10, "memory_bits": 64}
-
-    monkeypatch.setattr(synth, "yosys_netlist", fake_yosys)
-    monkeypatch.setattr(synth, "place_seed", fake_place)
-    monkeypatch.setattr(synth, "asic_proxy", fake_asic)
-    small = {"k": 16, "n": 16, "lanes": 4, "k_par": 2, "n_par": 4}
-    out, page = tmp_path / "synth.json", tmp_path / "synth.md"
-    doc = synth.run(["gemm"], ("ecp5", synth.ASIC), seeds=2, jobs=2, explicit=small,
-                    json_path=out, markdown_path=page, echo=lambda line: None)
-    got = [(r["size"], r["family"], r.get("device"), r.get("fmax_mhz")) for r in doc["runs"]]
-    tag = synth._tag(small)
-    assert got == [(tag, "ecp5", "LFE5U-25F-6", 101.5), (tag, "asic", None, None),
-                   (tag + ",sparse=False", "ecp5", "LFE5U-25F-6", 101.5),
-                   (tag + ",sparse=False", "asic", None, None)]
-    assert all(len(r["model"]["points"]) == len(synth.DENSITIES) for r in doc["runs"])
-    assert "| k=16,k_par=2,lanes=4,n=16,n_par=4 | 0.5 (" in page.read_text()
-    doc = synth.run(["monitor"], ("ecp5", synth.ASIC), seeds=1, explicit={"lanes": 4},
-                    json_path=out, markdown_path=None, echo=lambda line: None)
-    mon = [r for r in doc["runs"] if r["block"] == "monitor"]
-    assert [(r["family"], len(r["seeds"]), "model" in r) for r in mon] == [("ecp5", 1, False)]
-    assert all(r["block"] == "monitor" for r in doc["runs"])     # the explicit GEMM size: gone
 
 
 @pytest.mark.parametrize("argv, message", [
