@@ -109,7 +109,7 @@ _OPERAND_NAMES = {"forward": "A", "dgrad": "dY", "wgrad_a": "A^T", "wgrad_dy": "
 
 
 def default_timing():
-    """The GEMM block's defaults (hw/gemm.py), as the cycle model's parameters."""
+    """The GEMM block's defaults (hw/gemm/__init__.py), as the cycle model's parameters."""
     from spartan_rtl.hw.gemm import BLOCK
     return GemmTiming.of(BLOCK.resolve())
 

@@ -135,6 +135,17 @@ def _positions(mask, k):
     return [j for j in range(k) if (mask >> j) & 1]
 
 
+def _group_passes(mask, timing):
+    """The passes of each aligned group of ``k_par`` nonzeros of a row, as :func:`row_passes`
+    counts them (none for an all-zero row)."""
+    t = timing
+    positions = _positions(t.effective(mask), t.k)
+    groups = [positions[start:start + t.k_par] for start in range(0, len(positions), t.k_par)]
+    return [max(-(-count // t.ports_per_bank)
+                for count in Counter(j % t.b_banks for j in group).values())
+            for group in groups]
+
+
 def row_passes(mask, timing):
     """``(passes, conflict_passes)`` for one row: the issue cycles its compute takes.
 
@@ -144,17 +155,11 @@ def row_passes(mask, timing):
     ``max over banks ceil(count / ports_per_bank)`` passes, and the whole sequence repeats once
     per column group (``n / n_par``). Conflict passes are the passes beyond one per group.
     """
-    t = timing
-    positions = _positions(t.effective(mask), t.k)
-    if not positions:
+    per_group = _group_passes(mask, timing)
+    if not per_group:
         return 1, 0
-    p = t.ports_per_bank
-    passes = groups = 0
-    for start in range(0, len(positions), t.k_par):
-        counts = Counter(j % t.b_banks for j in positions[start:start + t.k_par])
-        passes += max(-(-c // p) for c in counts.values())
-        groups += 1
-    return t.col_groups * passes, t.col_groups * (passes - groups)
+    passes = sum(per_group)
+    return timing.col_groups * passes, timing.col_groups * (passes - len(per_group))
 
 
 @dataclass
@@ -177,17 +182,11 @@ class TileCycles:
 
 def _pass_list(mask, timing):
     """Each pass of a row: ``needs_credit`` (it completes a column group or is a zero row)."""
-    t = timing
-    positions = _positions(t.effective(mask), t.k)
-    if not positions:
+    per_group = _group_passes(mask, timing)
+    if not per_group:
         return [True]
-    p = t.ports_per_bank
-    per_group = []
-    for start in range(0, len(positions), t.k_par):
-        counts = Counter(j % t.b_banks for j in positions[start:start + t.k_par])
-        per_group.append(max(-(-c // p) for c in counts.values()))
     one_group = [False] * (sum(per_group) - 1) + [True]
-    return one_group * t.col_groups
+    return one_group * timing.col_groups
 
 
 def simulate(tiles, timing, *, start_cycle=0, max_cycles=10_000_000):

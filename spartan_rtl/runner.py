@@ -74,8 +74,26 @@ def coverage_requested(sim="verilator"):
     return sim == "verilator" and os.environ.get("SPARTAN_COVERAGE", "") not in ("", "0")
 
 
+def _hw_file(name):
+    """The file of ``hw`` module ``name`` (dotted below ``hw``: ``core``, ``gemm.parts``; a
+    package is its ``__init__.py``), or ``None`` when there is no such module."""
+    path = HW_DIR.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _hw_modules():
+    """Every ``hw`` module, dotted below ``hw`` (``core``, ``gemm``, ``gemm.parts``)."""
+    paths = (p.relative_to(HW_DIR).with_suffix("") for p in HW_DIR.rglob("*.py")
+             if "__pycache__" not in p.parts and p != HW_DIR / "__init__.py")
+    return {".".join(p.parent.parts if p.name == "__init__" else p.parts) for p in paths}
+
+
 def _hw_dependencies(module):
-    """``hw`` modules that ``module`` (a name in ``hw``) imports, directly or not."""
+    """``hw`` modules (dotted below ``hw``) that ``module`` (one of them) imports, directly or
+    not, ``module`` included; importing a subpackage's module imports the subpackage too."""
     import ast
     seen, todo = set(), [module]
     while todo:
@@ -83,11 +101,18 @@ def _hw_dependencies(module):
         if name in seen:
             continue
         seen.add(name)
-        tree = ast.parse((HW_DIR / f"{name}.py").read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                targets = [node.module] if node.module else [a.name for a in node.names]
-                todo += [t for t in targets if (HW_DIR / f"{t}.py").exists()]
+        parts = name.split(".")
+        path = _hw_file(name)
+        package = parts if path.name == "__init__.py" else parts[:-1]   # what ``.`` is
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not 1 <= node.level <= len(package) + 1:
+                continue
+            base = package[:len(package) + 1 - node.level]
+            targets = ([[*base, *node.module.split(".")]] if node.module
+                       else [[*base, alias.name] for alias in node.names])
+            for target in targets:
+                todo += [".".join(target[:i]) for i in range(1, len(target) + 1)
+                         if _hw_file(".".join(target[:i]))]
     return seen
 
 
@@ -96,16 +121,17 @@ def _source_digest(block):
     imports within ``hw``, and the emitter): editing one block rebuilds only its users. A block
     defined outside ``hw`` (a test harness) hashes its own file and every ``hw`` module."""
     import sys
-    package, _, module = block.build.__module__.rpartition(".")
+    hw_prefix = __package__ + ".hw."
     h = hashlib.sha256()
-    if package == __package__ + ".hw":
+    if block.build.__module__.startswith(hw_prefix):
+        module = block.build.__module__[len(hw_prefix):]
         names = _hw_dependencies(module) | _hw_dependencies("emit")
     else:
         h.update(Path(sys.modules[block.build.__module__].__file__).read_bytes())
-        names = {p.stem for p in HW_DIR.glob("*.py")}
+        names = _hw_modules()
     for name in sorted(names):
         h.update(name.encode())
-        h.update((HW_DIR / f"{name}.py").read_bytes())
+        h.update(_hw_file(name).read_bytes())
     return h.hexdigest()
 
 

@@ -59,12 +59,15 @@ def digest(value):
 
 def source_digest(package, names=None):
     """SHA-256 of the Python sources of a folder of this package (the cycle model, the
-    generator): what a cached result computed by that code depends on."""
+    generator), its subfolders' included: what a cached result computed by that code depends
+    on. Each file is hashed with its path in the folder (its name, for a file at the top)."""
     folder = Path(__file__).resolve().parent / package
     if not folder.is_dir():    # the source tree of an editable install
         folder = Path(__file__).resolve().parent.parent / package
-    files = sorted(folder.glob("*.py")) if names is None else [folder / n for n in names]
-    return digest(b"".join(f.name.encode() + f.read_bytes() for f in files))
+    files = (sorted(f for f in folder.rglob("*.py") if "__pycache__" not in f.parts)
+             if names is None else [folder / n for n in names])
+    return digest(b"".join(f.relative_to(folder).as_posix().encode() + f.read_bytes()
+                           for f in files))
 
 
 def checked_path(path, option="--store"):

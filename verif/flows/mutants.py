@@ -495,7 +495,9 @@ def _test_sources():
     from spartan_rtl import golden, hw, tb
     files = []
     for package in (tb, golden, hw):
-        files += sorted(Path(package.__file__).resolve().parent.glob("*.py"))
+        folder = Path(package.__file__).resolve().parent
+        # Subpackages too (hw/gemm/).
+        files += sorted(f for f in folder.rglob("*.py") if "__pycache__" not in f.parts)
     product = Path(spartan_rtl.__file__).resolve().parent
     return files + [product / name for name in ("runner.py", "toolchain.py", "handshake.py",
                                                 "lint_waivers.vlt")]

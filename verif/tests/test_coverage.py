@@ -160,8 +160,8 @@ def test_signal_names_unmangled():
                                dict(k=8, k_par=8, b_banks=4), dict(k=5, k_par=2, b_banks=2)])
 def test_route_reachable_matches_every_row(p):
     """The GEMM read routes a row can take, by brute force over every row mask (the routing
-    rule of hw/gemm.py, as verif/tb/tb_gemm.py's ``row_routes`` states it) against the closed form
-    the coverage report's reasons rely on."""
+    rule of hw/gemm/replicated.py, as verif/tb/tb_gemm.py's ``row_routes`` states it) against
+    the closed form the coverage report's reasons rely on."""
     from spartan_rtl.tb.tb_gemm import route_reachable, row_routes
     p = dict(p, sparse=True)
     seen = set()

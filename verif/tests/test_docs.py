@@ -372,15 +372,18 @@ def test_readme_layout_is_the_mapping():
 
 def test_module_map_names_every_module():
     """docs/architecture.md's "Modules" names every module of the mapped Python folders and of
-    verif/flows by its path in a code span (``hw/gemm.py``), or a pattern
-    (``verif/tb/tb_<block>.py``)."""
+    verif/flows, their subpackages' included, by its path in a code span (``hw/core.py``), or
+    a pattern (``verif/tb/tb_<block>.py``); a subpackage's ``__init__.py`` also by its folder
+    (``verif/flows/synth/``)."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     spans = set(code_text(text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]))
+    spans |= {f"{s}__init__.py" for s in spans if s.endswith("/")}
     patterns = [re.compile(re.sub(r"\\<\w+\\>|<\w+>", r"\\w+", re.escape(s)) + "$")
                 for s in spans if "<" in s]
     folders = [f for f in PACKAGE_DIRS.values() if f != "verif"] + ["verif/flows"]
     modules = sorted({rel(p) for f in folders if (ROOT / f / "__init__.py").is_file()
-                      for p in (ROOT / f).glob("*.py") if p.name != "__init__.py"})
+                      for p in (ROOT / f).rglob("*.py")
+                      if "__pycache__" not in p.parts and p != ROOT / f / "__init__.py"})
     unnamed = [m for m in modules if m not in spans and not any(r.match(m) for r in patterns)]
     assert not unnamed, f"docs/architecture.md's module map lacks: {unnamed}"
 

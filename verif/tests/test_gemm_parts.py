@@ -1,4 +1,4 @@
-"""The broadcast GEMM's components alone (hw/gemm_broadcast.py), in amaranth.sim: each against
+"""The broadcast GEMM's components alone (hw/gemm/broadcast.py), in amaranth.sim: each against
 what docs/gemm.md ("Broadcast datapath") says its outside does. The whole datapath is checked by
 verif/tests/test_gemm.py; these tests pin each part's contract so a part can be changed on its
 own."""
@@ -11,7 +11,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
 from spartan_rtl.golden.formats import to_signed
-from spartan_rtl.hw.gemm_broadcast import (
+from spartan_rtl.hw.gemm.broadcast import (
     ISSUE_TO_PUSH,
     MacArray,
     OutputQueue,

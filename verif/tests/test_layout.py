@@ -5,7 +5,7 @@ editable install is one IDEs and static analysers can follow.
 * every package pyproject lists has its folder, and every folder of Python files under a mapped
   one is a listed package (else the wheel would lack it);
 * every module of every mapped folder (recursively) imports under the mapped name from that
-  folder's file: ``spartan_rtl.hw.gemm`` is hw/gemm.py, ``spartan_rtl.tb.axis`` is
+  folder's file: ``spartan_rtl.hw.gemm`` is hw/gemm/__init__.py, ``spartan_rtl.tb.axis`` is
   verif/tb/axis.py (checked in a fresh interpreter, from outside the tree and from its root);
 * the editable install is strict (``make venv``): a tree of links in build/__editable__.*,
   which go-to-definition and analysers (pyright, jedi) follow to the real file, and no import
@@ -169,3 +169,16 @@ def test_makefile_installs_strict():
     assert re.search(r"^\t.*\$\(INSTALL\) '\.\[test\]'", makefile, re.M)
     assert re.search(r"^\$\(STAMP\):.*\$\(MODULES\)", makefile, re.M)
     assert "[tool.setuptools.package-dir]" in makefile.replace("\\", "")
+
+
+def test_sim_build_hash_follows_imports_into_subpackages():
+    """A simulation build is named by a hash of the ``hw`` sources its block imports
+    (spartan_rtl/runner.py): a subpackage's modules count, so editing hw/gemm/parts.py rebuilds
+    the GEMM, the core and the engine, and not the monitor."""
+    from spartan_rtl import runner
+    gemm = {"gemm", "gemm.broadcast", "gemm.parts", "gemm.replicated"}
+    for block in ("gemm", "core", "engine"):
+        assert gemm <= runner._hw_dependencies(block), block
+    assert not gemm & runner._hw_dependencies("monitor")
+    assert gemm | {"core", "emit"} <= runner._hw_modules()
+    assert runner._hw_file("gemm") == runner.HW_DIR / "gemm" / "__init__.py"

@@ -228,6 +228,7 @@ def test_the_real_test_sources_include_the_testbenches_and_the_runner():
     names = {f"{f.parent.name}/{f.name}" for f in mutants._test_sources()}
     assert {"tb/tb_monitor.py", "tb/profile.py", "golden/monitor.py", "hw/monitor.py",
             "spartan_rtl/runner.py", "spartan_rtl/lint_waivers.vlt"} <= names
+    assert {"gemm/__init__.py", "gemm/parts.py"} <= names     # a subpackage of hw's
 
 
 # ------------------------------------------------------------------ the command line

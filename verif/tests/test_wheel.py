@@ -66,8 +66,9 @@ def test_wheel_holds_one_namespace_and_no_tests(wheel):
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"spartan_rtl"}
     packages = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
-    assert packages == {"spartan_rtl", "spartan_rtl/hw", "spartan_rtl/golden", "spartan_rtl/tb",
-                        "spartan_rtl/sw", "spartan_rtl/fusesoc"}
+    assert packages == {"spartan_rtl", "spartan_rtl/hw", "spartan_rtl/hw/gemm",
+                        "spartan_rtl/golden", "spartan_rtl/tb", "spartan_rtl/sw",
+                        "spartan_rtl/fusesoc"}
     # The FuseSoC generator (script and library core) and one sample trace, small.
     assert {"spartan_rtl/fusesoc/spartan.core", "spartan_rtl/fusesoc/spartan_gen.py"} <= set(names)
     traces = [i for i in zipfile.ZipFile(wheel).infolist() if i.filename.endswith(".npz")]
@@ -77,7 +78,8 @@ def test_wheel_holds_one_namespace_and_no_tests(wheel):
     assert "spartan_rtl/lint_waivers.vlt" in names    # read by every Verilator build
     drivers = {f"spartan_rtl/sw/spartan_{b}.{s}" for b in ("core", "engine") for s in "ch"}
     assert drivers <= set(names)
-    assert "spartan_rtl/tb/tb_gemm.py" in names and "spartan_rtl/hw/gemm.py" in names
+    assert "spartan_rtl/tb/tb_gemm.py" in names and "spartan_rtl/hw/gemm/__init__.py" in names
+    assert "spartan_rtl/hw/gemm/broadcast.py" in names    # a subpackage of hw, listed too
 
 
 def test_each_command_from_a_fresh_venv(wheel, fresh_venv, tmp_path):

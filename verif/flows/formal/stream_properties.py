@@ -217,7 +217,7 @@ def gemm_broadcast_invariants(lanes):
     ``push``), at most
     ``OUT_DEPTH``. From any other state a push could overwrite the entry being sent (its
     payload changes while held) or a pop could wrap ``count`` (``valid`` drops)."""
-    from spartan_rtl.hw.gemm_broadcast import ISSUE_TO_PUSH, OUT_DEPTH, pass_layout
+    from spartan_rtl.hw.gemm.broadcast import ISSUE_TO_PUSH, OUT_DEPTH, pass_layout
 
     def props(m, dut, h):
         i = h.internals

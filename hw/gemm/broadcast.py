@@ -26,8 +26,10 @@ Components, each a small :class:`wiring.Component` (docs/gemm.md has the diagram
     slots full), then ``s_axis_a_*``.
 
 The rules (slots, credits, issue-to-push) are those of the replicated design
-(:mod:`spartan_rtl.hw.gemm`), so one cycle model (:mod:`spartan_rtl.golden.gemm`) predicts both
-exactly; only the constants differ.
+(:mod:`spartan_rtl.hw.gemm.replicated`), so one cycle model (:mod:`spartan_rtl.golden.gemm`)
+predicts both exactly; only the constants differ. What the two build alike (the ``B`` write
+pointer and write port, the loader's walk through the ``A`` streams, the product width, the
+output's beats) is in :mod:`spartan_rtl.hw.gemm.parts`.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -35,10 +37,20 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from . import ecp5
-from .elements import beat_layout, log2, mux_tree, tree_sum
+from .. import ecp5
+from ..elements import beat_layout, log2, mux_tree, tree_sum
+from .parts import (
+    RowCursor,
+    entry_layout,
+    exact_or_acc,
+    mask_layout,
+    send_entries,
+    weight_write_pointer,
+    write_weights,
+)
 
-__all__ = ["BroadcastGemm", "ISSUE_TO_PUSH", "OUT_DEPTH", "weight_write_pointer", "gemm_members"]
+__all__ = ["BroadcastGemm", "WeightBuffer", "RowLoader", "Scheduler", "MacArray", "OutputQueue",
+           "ISSUE_TO_PUSH", "OUT_DEPTH"]
 
 #: Cycles from a pass's issue to its column group's sums entering the output queue: the row
 #: memory read and lane select, ``a`` registered again on its way to the multipliers (the
@@ -117,32 +129,6 @@ def walker_layout(k):
         "nxt_bits": width, "nxt_g": range(max(groups, 2)), "nxt_valid": 1, "gleft": groups})
 
 
-def weight_write_pointer(m, b, write, loading, *, k, col_groups, beats_per_word):
-    """The ``B`` write position ``(b_sub, b_cg, b_row)`` (beat within a word, column group,
-    row of ``B``) stepped by each ``write`` of stream ``b``: row-major ``B``, ``tlast`` back to
-    ``B[0, 0]``, rows beyond ``k`` wrap. ``loading`` is set while a packet is part-way in."""
-    b_sub = Signal(range(max(beats_per_word, 2)), name="b_sub")
-    b_cg = Signal(range(max(col_groups, 2)), name="b_cg")
-    b_row = Signal(range(max(k, 2)), name="b_row")
-    with m.If(write):
-        m.d.sync += loading.eq(~b.payload.last)
-        with m.If(b.payload.last):
-            m.d.sync += [b_sub.eq(0), b_cg.eq(0), b_row.eq(0)]
-        with m.Elif(b_sub != beats_per_word - 1):
-            m.d.sync += b_sub.eq(b_sub + 1)
-        with m.Else():
-            m.d.sync += b_sub.eq(0)
-            with m.If(b_cg != col_groups - 1):
-                m.d.sync += b_cg.eq(b_cg + 1)
-            with m.Else():
-                m.d.sync += [b_cg.eq(0), b_row.eq(Mux(b_row == k - 1, 0, b_row + 1))]
-    return b_sub, b_cg, b_row
-
-
-def mask_layout(k):
-    return data.StructLayout({"data": k, "last": 1})
-
-
 def slot_layout():
     """What a row slot holds besides its data beats and its mask (kept by the scheduler):
     whether the row is empty, and whether it is the tile's last row."""
@@ -153,10 +139,6 @@ def pass_layout(lanes):
     """One issued pass: the lane of the row's data beat holding its ``a`` value, whether it
     completes a column group (``push``), is a zero-row token, and ends the tile."""
     return data.StructLayout({"lane": max(log2(lanes), 1), "push": 1, "zero": 1, "tlast": 1})
-
-
-def entry_layout(n_par, acc_width):
-    return data.StructLayout({"sums": data.ArrayLayout(acc_width, n_par), "zero": 1, "tlast": 1})
 
 
 class WeightBuffer(wiring.Component):
@@ -200,11 +182,9 @@ class WeightBuffer(wiring.Component):
         # the block RAM, and ``rd_data`` registers the word again.
         m.submodules.words = words = Memory(shape=unsigned(NP * W), depth=K * CG, init=[],
                                             attrs={"no_rw_check": 1})
-        granular = beats_per_word > 1
-        wp = words.write_port(granularity=L * W if granular else None)
         beat = Cat(*[b.payload.data[i] for i in range(L)])
-        m.d.comb += [wp.addr.eq(b_row * CG + b_cg), wp.data.eq(Cat(*[beat] * beats_per_word))]
-        m.d.comb += wp.en.eq(Mux(write, 1 << b_sub, 0) if granular else write)
+        write_weights(m, words, beat, lanes=L, width=W, beats_per_word=beats_per_word,
+                      addr=b_row * CG + b_cg, enable=write, b_sub=b_sub)
         address = Signal.like(self.rd_addr)
         word = Signal.like(self.rd_data)
         rp = words.read_port(domain="comb")
@@ -222,7 +202,8 @@ class RowLoader(wiring.Component):
     A tile's first mask waits while ``b_pending`` (a ``B`` packet being received or offered).
     ``take`` is one-hot in the cycle a slot takes the mask on ``mask`` (the scheduler keeps it). The
     mask decides how many data beats a row has; a data ``tlast`` elsewhere than the row's last beat,
-    or (dense-only) a mask that is not all ones, only raises ``err``.
+    or (dense-only) a mask that is not all ones, only raises ``err``. The walk through the streams
+    is the replicated loader's too (:class:`~spartan_rtl.hw.gemm.parts.RowCursor`).
     """
 
     def __init__(self, *, lanes, width, k, sparse):
@@ -249,23 +230,20 @@ class RowLoader(wiring.Component):
         beat_bits = _index_bits(K // L)
         ms, ds = self.s_axis_a_mask, self.s_axis_a_data
 
-        ld_data = Signal()                       # receiving a row's data beats
+        cursor = RowCursor(k=K, lanes=L)
         ld_wait = Signal()                       # sparse: the cycle between mask and data
-        ld_slot = Signal()
-        ld_beat = Signal(max(beat_bits, 1))
-        ld_beats_left = Signal(range(K // L + 1))
-        tile_start = Signal(init=1)              # the next mask starts a tile
+        ld_slot, ld_beat, ld_beats_left = cursor.slot, cursor.beat, cursor.beats_left
         m.d.comb += [
-            ms.ready.eq(~ld_data & ~self.full.bit_select(ld_slot, 1)
-                        & ~(tile_start & self.b_pending)),
-            ds.ready.eq(ld_data & ~ld_wait),
+            ms.ready.eq(cursor.mask_ready(~self.full.bit_select(ld_slot, 1), self.b_pending)),
+            ds.ready.eq(cursor.receiving & ~ld_wait),
         ]
         mask_in = ms.payload.data
         mask_accept = Signal()
         data_accept = Signal()
         m.d.comb += [mask_accept.eq(ms.valid & ms.ready), data_accept.eq(ds.valid & ds.ready),
-                     self.tile_begins.eq(mask_accept & tile_start)]
+                     self.tile_begins.eq(mask_accept & cursor.tile_start)]
         set_full = Signal(2)
+        mark_full = set_full.eq(1 << ld_slot)
         m.d.comb += [self.take.eq(Mux(mask_accept, 1 << ld_slot, 0)), self.mask.eq(mask_in)]
 
         # Sparse: a row's data-beat count, ceil(popcount / lanes), takes two cycles: counts of
@@ -286,7 +264,7 @@ class RowLoader(wiring.Component):
         else:
             empty = Const(0, 1)
         with m.If(mask_accept):
-            m.d.sync += tile_start.eq(ms.payload.last)
+            m.d.sync += cursor.tile_start.eq(ms.payload.last)
             if SPARSE:
                 m.d.sync += [count.eq(tree_sum(chunk[i] for i in range(len(chunk))))
                              for count, chunk in zip(chunk_counts, chunks)]
@@ -294,21 +272,11 @@ class RowLoader(wiring.Component):
                 with m.If(ld_slot == s):
                     slot = self.slots[s]
                     m.d.sync += [slot.last.eq(ms.payload.last), slot.zero.eq(empty)]
-            with m.If(empty):
-                m.d.comb += set_full.eq(1 << ld_slot)
-                m.d.sync += ld_slot.eq(~ld_slot)
-            with m.Else():
-                m.d.sync += [ld_data.eq(1), ld_beat.eq(0)]
-                m.d.sync += ld_wait.eq(1) if SPARSE else ld_beats_left.eq(K // L)
+            cursor.start_row(m, empty=empty, mark_full=mark_full,
+                             beats=ld_wait.eq(1) if SPARSE else ld_beats_left.eq(K // L))
 
-        bad_mask = mask_accept & ~mask_in.all() if not SPARSE else 0
-        last_beat = ld_beats_left == 1
-        m.d.comb += self.err.eq((data_accept & (ds.payload.last != last_beat)) | bad_mask)
-        with m.If(data_accept):
-            m.d.sync += [ld_beat.eq(ld_beat + 1), ld_beats_left.eq(ld_beats_left - 1)]
-            with m.If(last_beat):
-                m.d.comb += set_full.eq(1 << ld_slot)
-                m.d.sync += [ld_slot.eq(~ld_slot), ld_data.eq(0)]
+        cursor.take_data(m, ds, data_accept, sparse=SPARSE, mask=mask_in,
+                         mask_accept=mask_accept, err=self.err, mark_full=mark_full)
         m.d.sync += self.full.eq((self.full & ~self.release) | set_full)
 
         m.submodules.beats = beats = Memory(shape=unsigned(L * W), depth=2 << beat_bits,
@@ -367,7 +335,6 @@ class Scheduler(wiring.Component):
         cur_full = self.full.bit_select(c_slot, 1)
 
         if SPARSE:
-            GW, G = _groups(K)
             walker = walker_layout(K)
             state = [Signal(walker, name=f"slot{s}_walk") for s in range(2)]
             cur_walk = Signal(walker)
@@ -406,52 +373,63 @@ class Scheduler(wiring.Component):
                 m.d.sync += rank.eq(rank + 1)
 
         if SPARSE:
-            # A slot's mask is walked in groups of GW bits: the next nonzero is the lowest set
-            # bit of the current group's rest (``step``) or of the next nonempty group, found a
-            # cycle ahead (``hop``, which also finds the group after it). So no cycle searches
-            # more than GW bits plus G group flags: one search over all K bits was the GEMM's
-            # critical path on ECP5 (9.1 ns at K = 64). A slot takes its mask (``take``), finds
-            # its first group the next cycle (``prime[0]``) and its first nonzero the cycle
-            # after (``prime[1]``): the row loader makes no nonempty row full before then.
-            prime = [Signal(2, name=f"prime{i}") for i in range(2)]
-            m.d.sync += [prime[0].eq(self.take), prime[1].eq(prime[0] & ~self.take)]
-            for s in range(2):
-                st = state[s]
-                bits = Signal(G * GW, name=f"slot{s}_bits")
-                group, groups_after = lowest_set_bit(m, st.gleft, G, f"slot{s}_groups")
-                in_group, in_rest = lowest_set_bit(m, st.cur_rest, GW, f"slot{s}_cur")
-                in_next, next_rest = lowest_set_bit(m, st.nxt_bits, GW, f"slot{s}_nxt")
-                # The three moves, field by field (a view of the next state would gather the
-                # fields into one vector, and Verilator reads the group index going through it
-                # to the group's bits as a loop).
-                refill = dict(nxt_bits=bits.word_select(group, GW), nxt_g=group,
-                              nxt_valid=st.gleft.any(), gleft=groups_after)
-                step = {"head": _column(in_group, st.cur_g, G), "cur_rest": in_rest}
-                hop = {**refill, "head": _column(in_next, st.nxt_g, G),
-                       "cur_rest": next_rest, "cur_g": st.nxt_g}
-
-                advance = Signal(name=f"slot{s}_advance")
-                m.d.comb += advance.eq(issue & (c_slot == s) & ~cur.zero & ~last_nonzero)
-                with m.If(self.take[s]):
-                    m.d.sync += [bits.eq(self.mask),
-                                 st.gleft.eq(Cat(*[self.mask[lo:lo + GW].any()
-                                                   for lo in range(0, K, GW)]))]
-                with m.Elif(prime[0][s]):
-                    m.d.sync += _move(st, refill)
-                with m.Elif(prime[1][s] | (advance & ~st.cur_rest.any())):
-                    m.d.sync += _move(st, hop)
-                with m.Elif(advance):
-                    m.d.sync += _move(st, step)
-                if CG > 1:
-                    # A row's column groups after the first start again from its primed state.
-                    first = Signal(walker, name=f"slot{s}_first")
-                    with m.If(prime[1][s]):
-                        m.d.sync += _move(first, hop)
-                    with m.If(issue & (c_slot == s) & ~cur.zero & last_nonzero):
-                        m.d.sync += st.eq(first)
+            self._walk_masks(m, state, issue=issue, c_slot=c_slot, zero=cur.zero,
+                             last_nonzero=last_nonzero)
 
         m.d.sync += outstanding.eq(outstanding + (issue & group_done) - self.freed)
         return m
+
+    def _walk_masks(self, m, state, *, issue, c_slot, zero, last_nonzero):
+        """Each slot's walker ``state`` (:func:`walker_layout`) through its row's mask: taken
+        with the mask, primed, and moved on by each pass of the slot's row (``issue`` while
+        ``c_slot`` is it, not a ``zero`` row; ``last_nonzero``: the pass is a column group's
+        last)."""
+        K, CG = self._p["k"], self._p["n"] // self._p["n_par"]
+        GW, G = _groups(K)
+        walker = walker_layout(K)
+        # A slot's mask is walked in groups of GW bits: the next nonzero is the lowest set
+        # bit of the current group's rest (``step``) or of the next nonempty group, found a
+        # cycle ahead (``hop``, which also finds the group after it). So no cycle searches
+        # more than GW bits plus G group flags: one search over all K bits was the GEMM's
+        # critical path on ECP5 (9.1 ns at K = 64). A slot takes its mask (``take``), finds
+        # its first group the next cycle (``prime[0]``) and its first nonzero the cycle
+        # after (``prime[1]``): the row loader makes no nonempty row full before then.
+        prime = [Signal(2, name=f"prime{i}") for i in range(2)]
+        m.d.sync += [prime[0].eq(self.take), prime[1].eq(prime[0] & ~self.take)]
+        for s in range(2):
+            st = state[s]
+            bits = Signal(G * GW, name=f"slot{s}_bits")
+            group, groups_after = lowest_set_bit(m, st.gleft, G, f"slot{s}_groups")
+            in_group, in_rest = lowest_set_bit(m, st.cur_rest, GW, f"slot{s}_cur")
+            in_next, next_rest = lowest_set_bit(m, st.nxt_bits, GW, f"slot{s}_nxt")
+            # The three moves, field by field (a view of the next state would gather the
+            # fields into one vector, and Verilator reads the group index going through it
+            # to the group's bits as a loop).
+            refill = dict(nxt_bits=bits.word_select(group, GW), nxt_g=group,
+                          nxt_valid=st.gleft.any(), gleft=groups_after)
+            step = {"head": _column(in_group, st.cur_g, G), "cur_rest": in_rest}
+            hop = {**refill, "head": _column(in_next, st.nxt_g, G),
+                   "cur_rest": next_rest, "cur_g": st.nxt_g}
+
+            advance = Signal(name=f"slot{s}_advance")
+            m.d.comb += advance.eq(issue & (c_slot == s) & ~zero & ~last_nonzero)
+            with m.If(self.take[s]):
+                m.d.sync += [bits.eq(self.mask),
+                             st.gleft.eq(Cat(*[self.mask[lo:lo + GW].any()
+                                               for lo in range(0, K, GW)]))]
+            with m.Elif(prime[0][s]):
+                m.d.sync += _move(st, refill)
+            with m.Elif(prime[1][s] | (advance & ~st.cur_rest.any())):
+                m.d.sync += _move(st, hop)
+            with m.Elif(advance):
+                m.d.sync += _move(st, step)
+            if CG > 1:
+                # A row's column groups after the first start again from its primed state.
+                first = Signal(walker, name=f"slot{s}_first")
+                with m.If(prime[1][s]):
+                    m.d.sync += _move(first, hop)
+                with m.If(issue & (c_slot == s) & ~zero & last_nonzero):
+                    m.d.sync += st.eq(first)
 
 
 class MacArray(wiring.Component):
@@ -508,11 +486,7 @@ class MacArray(wiring.Component):
         a2 = Signal(elem, reset_less=True)
         m.d.sync += a2.eq(a1)
 
-        def exact_or_acc(bits):
-            if bits >= A:
-                return unsigned(A)
-            return signed(bits) if p["signed"] else unsigned(bits)
-        prod_shape = exact_or_acc(2 * W)
+        prod_shape = exact_or_acc(2 * W, acc_width=A, signed_elements=p["signed"])
         prods = [Signal(prod_shape, name=f"prod{c}", reset_less=True) for c in range(NP)]
         for c in range(NP):
             bval = self.b_word[c * W:(c + 1) * W]
@@ -576,58 +550,24 @@ class OutputQueue(wiring.Component):
         with m.If(self.i_sums.valid):
             m.d.sync += wr.eq(Mux(wr == D - 1, 0, wr + 1))
 
-        head = Signal(layout)
-        m.d.comb += head.eq(mux_tree(entries, rd) if D > 1 else entries[0])
-        beat = Signal(range(max(N // L, 2)))
-        final = Signal()
-        beats_per_entry = NP // L
-        m.d.comb += final.eq(beat == Mux(head.zero, N // L - 1, beats_per_entry - 1))
-        c = self.m_axis_c
-        chunks = [Cat(*[head.sums[w * L + lane] for lane in range(L)])
-                  for w in range(beats_per_entry)]
-        m.d.comb += [
-            c.valid.eq(count != 0),
-            # Beats past an entry's chunks (a zero-row token has n/lanes beats) read one of
-            # them: zeros.
-            c.payload.data.eq(mux_tree(chunks, beat)),
-            c.payload.last.eq(head.tlast & final),
-        ]
-        pop = Signal()
-        m.d.comb += [pop.eq(c.valid & c.ready & final), self.freed.eq(pop)]
-        with m.If(c.valid & c.ready):
-            m.d.sync += beat.eq(Mux(final, 0, beat + 1))
+        pop = send_entries(m, self.m_axis_c, mux_tree(entries, rd) if D > 1 else entries[0],
+                           valid=count != 0, lanes=L, n=N, n_par=NP, acc_width=A,
+                           zeros_stored=True)
+        m.d.comb += self.freed.eq(pop)
         with m.If(pop):
             m.d.sync += rd.eq(Mux(rd == D - 1, 0, rd + 1))
         m.d.sync += count.eq(count + self.i_sums.valid - pop)
         return m
 
 
-def gemm_members(p):
-    """The GEMM's ports (both datapaths): streams, statistics strobes, the error flag."""
-    L, W, A, K = p["lanes"], p["width"], p["acc_width"], p["k"]
-    return {
-        "s_axis_b": In(stream.Signature(beat_layout(L, W))),
-        "s_axis_a_mask": In(stream.Signature(mask_layout(K))),
-        "s_axis_a_data": In(stream.Signature(beat_layout(L, W))),
-        "m_axis_c": Out(stream.Signature(beat_layout(L, A))),
-        "stat_busy": Out(1),
-        "stat_issue": Out(1),
-        "stat_conflict": Out(1),
-        "stat_stall": Out(1),
-        "stat_empty_row": Out(1),
-        "stat_macs": Out(range(p["k_par"] * p["n_par"] + 1)),
-        "err_a_stream": Out(1),
-    }
-
-
 class BroadcastGemm(wiring.Component):
-    """Tile sparse GEMM, ``k_par = 1``: ports, parameters and malformed-stream behaviour as
-    :class:`spartan_rtl.hw.gemm.SparseGemm` (see there and docs/gemm.md); ``stat_conflict`` is
-    always 0."""
+    """Tile sparse GEMM, ``k_par = 1``: the ports of ``signature`` (the front's,
+    :class:`spartan_rtl.hw.gemm.SparseGemm`), parameters ``p`` and malformed-stream behaviour
+    as there (and docs/gemm.md); ``stat_conflict`` is always 0."""
 
-    def __init__(self, p):
+    def __init__(self, p, signature):
         self._p = p
-        super().__init__(gemm_members(p))
+        super().__init__(signature)
 
     def elaborate(self, platform):
         m = Module()
