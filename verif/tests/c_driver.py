@@ -17,8 +17,8 @@ import pytest
 
 from spartan_rtl import runner, toolchain
 from spartan_rtl.hw.emit import generate
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SW = ROOT / "sw"
 HERE = Path(__file__).parent
 #: The AXI4-Lite master both harnesses carry the driver's register accesses on.

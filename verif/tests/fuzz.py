@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 from amaranth.hdl import Shape
@@ -26,11 +25,12 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from verif.flows import ROOT
+
 __all__ = ["PROFILE", "examples", "powers_of_two", "densities", "rates", "seeds",
            "VALID_PARAMS", "declared_range", "in_declared_range", "cross_rule_error",
            "invalid_value", "expected_error", "send", "receive", "count_pulses", "run", "rngs"]
 
-ROOT = Path(__file__).resolve().parents[2]
 
 #: Examples per property in the fast profile; ``long`` multiplies them by LONG_FACTOR.
 #: Examples of the properties that are not one block's (a block's come from its profile).

@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,8 @@ from spartan_rtl.golden import engine_timing as et
 from spartan_rtl.golden import estimate as est
 from spartan_rtl.golden import traces
 from spartan_rtl.golden.gemm import compute_bound_cycles, simulate
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TRACE = sorted((ROOT / "data" / "traces").glob("*.npz"))[-1]
 #: The engine testbench's small configuration (verif/tests/test_engine.py: the build is
 #: shared) and the defaults.

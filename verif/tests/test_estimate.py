@@ -12,7 +12,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +20,8 @@ from spartan_rtl import runner
 from spartan_rtl.golden import estimate as est
 from spartan_rtl.golden import traces
 from spartan_rtl.golden.gemm import compute_bound_cycles, is_compute_bound, simulate
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TRACE_FILES = sorted((ROOT / "data" / "traces").glob("*.npz"))
 OPTS = est.Options()
 T = OPTS.timing

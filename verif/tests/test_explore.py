@@ -23,8 +23,8 @@ from spartan_rtl.golden import estimate, traces  # noqa: E402
 from spartan_rtl.golden.engine_timing import EngineTiming  # noqa: E402
 from spartan_rtl.hw import blocks  # noqa: E402
 from spartan_rtl.store import Key, Store  # noqa: E402
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "data" / "traces" / "digits_cnn_epoch15.npz"
 
 

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verif.flows import imports
-
-ROOT = Path(__file__).resolve().parents[2]
+from verif.flows import ROOT, imports
 
 
 def test_package_folders_follow_pyproject():

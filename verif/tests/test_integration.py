@@ -12,7 +12,6 @@ import importlib.util
 import json
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,9 +20,9 @@ from amaranth.sim import Simulator
 from spartan_rtl.golden.compactor import encode_stream
 from spartan_rtl.golden.formats import pack_beat, random_elements
 from spartan_rtl.golden.monitor import tile_stats
+from verif.flows import ROOT
 from verif.tests.amsim import get_stream, put_stream, run_with_deadline
 
-ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integration.md"
 EXAMPLES = ROOT / "docs" / "examples"
 

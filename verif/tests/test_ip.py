@@ -17,9 +17,8 @@ import pytest
 from spartan_rtl import toolchain
 from spartan_rtl.hw import blocks, ip
 from spartan_rtl.hw.emit import generate
+from verif.flows import ROOT
 from verif.tests.helpers import IP_CONFIGS
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -28,15 +28,14 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from spartan_rtl.hw import blocks, ipxact
 from spartan_rtl.hw.emit import generate
+from verif.flows import ROOT
 from verif.tests.helpers import IP_CONFIGS
 
-ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "verif" / "schemas" / "ipxact-1685-2014" / "index.xsd"
 NS = {"ipxact": "http://www.accellera.org/XMLSchema/IPXACT/1685-2014"}
 

@@ -10,11 +10,10 @@ import pty
 import select
 import subprocess
 import sys
-from pathlib import Path
 
 from spartan_rtl.progress import Progress, on_terminal
+from verif.flows import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "data" / "traces" / "digits_cnn_epoch15.npz"
 LAYERS = ("conv1", "conv2", "conv3")   # the trace's, data/traces/README.md
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from verif.flows import ROOT
+
 README = ROOT / "README.md"
 VENV_BIN = Path(sys.executable).parent     # not resolved: the venv's own bin/, not the base's
 

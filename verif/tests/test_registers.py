@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +21,9 @@ from spartan_rtl.hw import registers
 from spartan_rtl.hw.axil import Field, Register, RegisterMap
 from spartan_rtl.hw.core import BLOCK, SpartanCore
 from spartan_rtl.hw.emit import generate
+from verif.flows import ROOT
 from verif.tests.amsim import axil_read, simulate
 
-ROOT = Path(__file__).resolve().parents[2]
 #: Small and not the defaults: table_depth and the entry field width must follow.
 CONFIG = dict(lanes=4, width=8, k=16, n=16, k_par=1, n_par=16, table_depth=16,
               max_tile_elems=1000)

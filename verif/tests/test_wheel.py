@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from verif.flows import ROOT
+
 #: The sample trace the wheel ships (pyproject.toml), as installed.
 SAMPLE_TRACE = Path("spartan_rtl") / "traces" / "digits_cnn_epoch15.npz"
 
