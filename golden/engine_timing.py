@@ -371,6 +371,191 @@ def _first_bursts(rows, words, t):
     return rows * _cdiv(words, t.max_burst) if words else 0
 
 
+def _read_after_bursts(rows, words, t):
+    """Step 0: the first beat of a read that follows ``rows`` row reads of ``words`` words
+    (their bursts' addresses, two cycles each, go out first)."""
+    return FIRST_AR + 2 * _first_bursts(rows, words, t) + 1 + t.read_latency + READ_SLICE
+
+
+def _xt_fill(t):
+    """OP 2: beats of a step's ``Xᵀ`` block into the transposer (whatever its valid rows)."""
+    return t.k * t.acc_rows // t.lanes
+
+
+def _b_span(op, t):
+    """Cycles of one ``B`` chunk into the GEMM: one beat a cycle, OP 1's out of the
+    transposer."""
+    return _transposed_span(t.b_beats) if op == 1 else t.b_beats
+
+
+def _block_profiles(nnz, modes, mvs, t, transposed):
+    """The schedule (:func:`tile_profile`) of every distinct ``A`` block in each mode a step
+    runs it in, keyed ``(sparse, mt, kc)``: its last ``C`` beat, each row's last pass and mask
+    taken, its issue cycles and its rows' nonzeros. ``modes``: ``(n_nc, n_mt, n_kc)`` bools."""
+    prof = {}
+    for mode in (False, True):
+        need = modes.any(axis=0) if mode else (~modes).any(axis=0)   # (n_mt, n_kc)
+        for mt, mv in enumerate(mvs):
+            kcs = np.flatnonzero(need[mt])
+            if not len(kcs):
+                continue
+            rows = nnz[mt * t.acc_rows:mt * t.acc_rows + mv, kcs].T      # (blocks, mv)
+            if not mode:
+                rows = rows[:1]          # dense blocks of a row group are all alike
+            pr = tile_profile(rows, t, sparse=mode, transposed=transposed)
+            for i, kc in enumerate(kcs):
+                j = i if mode else 0
+                prof[(mode, mt, kc)] = {"c_last": int(pr["c_last"][j]), "X": pr["X"][j],
+                                        "load": pr["load"][j], "passes": int(pr["passes"][j]),
+                                        "nnz": rows[j]}
+    return prof
+
+
+def _last_a_beats(prof, mvs, t, admit_tiles):
+    """OP 1: each block's last ``A`` beat (the transposer's next write waits for it), keyed as
+    ``prof``. Stepped (:func:`last_a_beat`) once per row count for dense blocks (all alike) and
+    for up to ``admit_tiles`` sparse ones; the rest take the mean gap to their last ``C`` beat
+    of those stepped with as many rows (or, if none, of all stepped in their mode)."""
+    a_last, gaps = {}, {}
+    stepped = 0
+    for key in sorted(prof):
+        mode, mt, kc = key
+        pr, same = prof[key], (mode, mvs[mt])
+        if (not mode and same in gaps) or (mode and stepped >= admit_tiles):
+            continue
+        a_last[key] = last_a_beat(pr["nnz"], pr["load"], t, sparse=mode)
+        gaps.setdefault(same, []).append(pr["c_last"] - a_last[key])
+        stepped += mode
+    for key in prof:
+        if key not in a_last:
+            mode, mt, _ = key
+            gap = gaps.get((mode, mvs[mt])) or [v for (m, _), vs in gaps.items()
+                                                if m == mode for v in vs]
+            a_last[key] = prof[key]["c_last"] - int(round(np.mean(gap)))
+    return a_last
+
+
+def _first_step_times(op, mvs, kvs, nvs, t):
+    """Step 0: ``(b_first, a_ready)``, its first ``B`` beat and the earliest its reads let
+    its first ``A`` beat come (it also follows the ``B`` chunk's last beat)."""
+    L = t.lanes
+    start_read = FIRST_AR + t.read_latency + READ_SLICE
+    if op == 0:          # the B chunk's bursts, then the A tile's
+        return start_read, _read_after_bursts(kvs[0], _cdiv(nvs[0], L), t)
+    if op == 1:          # Wᵀ: the chunk goes into the transposer first
+        return (start_read + t.b_beats - 1 + TRANSPOSE_TURN,
+                _read_after_bursts(min(nvs[0], t.n), _cdiv(kvs[0], L), t))
+    # OP 2 reads each step's Xᵀ block (into the transposer's free block) before its B chunk:
+    # step 0 starts with it.
+    fill_end = start_read + _xt_fill(t) - 1
+    return (max(fill_end + 1, _read_after_bursts(kvs[0], _cdiv(mvs[0], L), t)),
+            fill_end + TRANSPOSE_TURN)
+
+
+def _b_chunk_waits(op, tile_prev, a_last_prev, t):
+    """Cycles ``B`` chunk ``s`` waits beyond the one-cycle turn-around, from step ``s-1``'s
+    tile (first ``A`` to last ``C`` beat) and, OP 1, its last ``A`` beat (both from its first
+    ``A`` beat): OP 1 until the transposer holds the chunk; OP 2 until step ``s``'s ``Xᵀ``
+    block is in (its fill follows chunk ``s-1``'s last beat). Arrays or ints."""
+    if op == 1:
+        return np.maximum(0, a_last_prev + t.b_beats + TRANSPOSE_TURN - tile_prev - 1)
+    return np.maximum(0, _xt_fill(t) - tile_prev - 1)
+
+
+def _results_fifo_stall(X, a_first, written, t):
+    """A row group's results into the ``results`` FIFO (one row group deep): its ``C`` beat
+    ``j`` waits for entry ``entries + j - E`` of the previous group to have left, and the
+    GEMM's rows then wait for their credit. ``X``: each row's last pass in the group's last
+    step, from ``a_first``, its first ``A`` beat; ``written``: the previous group's ``(entry
+    free times, entries)``, or None. Returns ``(stall, ready)``: cycles the group's last ``C``
+    beat is delayed, and each ``C`` beat's cycle, ``(rows, beats a row)`` from ``a_first``."""
+    g = t.gemm
+    beats_row = t.n // t.lanes
+    itp = g.issue_to_push
+    floor = itp + 1 + beats_row         # a row's next credit pass, after its last pass
+    ready = (X[:, None] + itp + 1 - (beats_row - g.n_par // t.lanes)
+             + np.arange(beats_row)[None, :])
+    if written is None:
+        return 0, ready
+    free, entries = written
+    idx = entries + np.arange(X.size * beats_row).reshape(X.size, beats_row) \
+        - t.acc_rows * beats_row
+    if not (idx >= 0).any():
+        return 0, ready
+    bound = np.where(idx >= 0, free[np.clip(idx, 0, None)] - a_first, -(1 << 40))
+    s_row = (bound + (beats_row - 1 - np.arange(beats_row))).max(axis=1) - (itp + beats_row)
+    x_last = int(X[-1])
+    if X.size > 1:
+        suffix = X[-1] - X[1:]            # increments after row i + 1
+        x_last = max(x_last, int((s_row[:-1] + floor + suffix).max()))
+    stall = max(0, max(x_last, int(s_row[-1])) - int(X[-1]))
+    return stall, (np.maximum(ready, bound) if stall else ready)
+
+
+def _writer_starts(ready, pace, busy_until):
+    """The writer, in order: the cycle each ``C`` beat's first word goes out, ``pace`` cycles a
+    beat (its words, one a cycle, or its row's bursts' addresses when they take longer), not
+    before the beat is ready nor before ``busy_until`` has passed."""
+    idx = np.arange(ready.size, dtype=np.int64)
+    return np.maximum(np.maximum.accumulate(ready - idx * pace), busy_until + 1) + idx * pace
+
+
+def _schedule_steps(op, tile, a_last, groups, t, a_first0):
+    """The steps in order; within a row group every step adds its parts, and the group's last
+    step waits for the results FIFO. ``tile``: each step's first ``A`` to last ``C`` beat
+    before that wait; ``a_last`` (OP 1): its last ``A`` beat, from its first; ``groups``: per
+    row group, its result columns and its last step's rows' last passes; ``a_first0``: step
+    0's first ``A`` beat. Returns ``(c_last, stall, b_wait, writer_end)``: each step's last
+    ``C`` beat and results FIFO stall, each ``B`` chunk's wait beyond the turn-around
+    (:func:`_b_chunk_waits`), and the writer's last word and last kept word."""
+    T = len(tile)
+    n_kc = T // len(groups)
+    beats_row, wpc = t.n // t.lanes, t.words_per_c_beat
+    b_wait = np.zeros(T, dtype=np.int64)
+    if op in (1, 2):
+        b_wait[1:] = _b_chunk_waits(op, tile[:-1], None if a_last is None else a_last[:-1], t)
+    inc = 1 + b_wait + _b_span(op, t) + tile      # c_last(s) - c_last(s-1), before the FIFO
+    c_prev = a_first0 + tile[0] - inc[0]          # so that c_last(0) = c_prev + inc[0]
+    c_last = np.zeros(T, dtype=np.int64)
+    stall = np.zeros(T, dtype=np.int64)
+    written = None               # entry free times, entries of the previous row group's results
+    busy_until = -(1 << 40)
+    writer_end = None
+    for group, (nv, X) in enumerate(groups):
+        row_cycles, kept, _ = _row_write_cycles(nv, t)
+        pace = _cdiv(row_cycles, beats_row)
+        s0, s1 = group * n_kc, (group + 1) * n_kc
+        ends = c_prev + np.cumsum(inc[s0:s1])
+        c_last[s0:s1] = ends
+        a_first = int(ends[-1]) - int(tile[s1 - 1])
+        group_stall, ready = _results_fifo_stall(X, a_first, written, t)
+        c_prev = int(ends[-1]) + group_stall
+        c_last[s1 - 1] = c_prev
+        stall[s1 - 1] = group_stall
+        start = _writer_starts((a_first + ready + ACC_TO_WRITER).reshape(-1), pace, busy_until)
+        busy_until = int(start[-1] + wpc - 1)
+        written = (start + wpc, start.size)
+        writer_end = (busy_until, int(start[-beats_row]) + kept - 1)
+        if op in (1, 2) and group_stall and s1 < T:
+            # the next B chunk's wait, measured from the later C beat
+            wait = _b_chunk_waits(op, int(tile[s1 - 1]) + group_stall,
+                                  None if a_last is None else int(a_last[s1 - 1]), t)
+            inc[s1] += wait - b_wait[s1]
+            b_wait[s1] = wait
+    return c_last, stall, b_wait, writer_end
+
+
+def _step_times(c_last, tile, stall, b_first0, b_span):
+    """Each step's first and last ``B`` beat, first ``A`` beat and last ``C`` beat, cycles
+    from START, back from its last ``C`` beat."""
+    a_first = c_last - tile - stall
+    b_last = a_first - 1
+    b_last[0] = b_first0 + b_span - 1
+    times = {"b_first": b_last - b_span + 1, "b_last": b_last, "a_first": a_first,
+             "c_last": c_last}
+    return {name: v + CHECK_CYCLES for name, v in times.items()}
+
+
 def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TILES,
                      per_step=False):
     """:func:`layer_cycles` from the streamed operand's nonzeros per row and inner chunk
@@ -379,8 +564,6 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     ``per_step``: also ``"per_step"``, each step's first and last ``B`` beat, first ``A``
     beat and last ``C`` beat (int64 arrays, cycles from START: the first cycle
     ``LAYER_CYCLES`` counts is 0)."""
-    L, k, MT = t.lanes, t.k, t.acc_rows
-    g = t.gemm
     Mo, Ki, No, mvs, kvs, nvs = _geometry(op, M, K, N, t)
     nnz = np.asarray(nnz, dtype=np.int64)
     if nnz.shape != (Mo, len(kvs)):
@@ -388,177 +571,37 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     n_nc, n_mt, n_kc = len(nvs), len(mvs), len(kvs)
     T = n_nc * n_mt * n_kc
     modes = np.broadcast_to(np.asarray(sparse, dtype=bool), (T,)).reshape(n_nc, n_mt, n_kc)
-    transposed = op == 2
-    # --- every distinct block (mt, kc) in each mode it runs in: its schedule -------------
-    prof = {}
-    for mode in (False, True):
-        need = modes.any(axis=0) if mode else (~modes).any(axis=0)   # (n_mt, n_kc)
-        for mt, mv in enumerate(mvs):
-            kcs = np.flatnonzero(need[mt])
-            if not len(kcs):
-                continue
-            rows = nnz[mt * MT:mt * MT + mv, kcs].T                 # (blocks, mv)
-            if not mode:
-                rows = rows[:1]
-            pr = tile_profile(rows, t, sparse=mode, transposed=transposed)
-            for i, kc in enumerate(kcs):
-                j = i if mode else 0
-                prof[(mode, mt, kc)] = {"c_last": int(pr["c_last"][j]), "X": pr["X"][j],
-                                        "load": pr["load"][j], "passes": int(pr["passes"][j]),
-                                        "nnz": rows[j]}
-    # OP 1: each block's last A beat (the transposer's next write waits for it): stepped
-    # once per row count for dense blocks (all alike), for up to ``admit_tiles`` sparse ones
-    # (the rest take the mean gap to their last C beat of those with as many rows).
-    a_last = {}
-    if op == 1:
-        gaps = {}
-        stepped = 0
-        for key in sorted(prof):
-            mode, mt, kc = key
-            pr, same = prof[key], (mode, mvs[mt])
-            if (not mode and same in gaps) or (mode and stepped >= admit_tiles):
-                continue
-            a_last[key] = last_a_beat(pr["nnz"], pr["load"], t, sparse=mode)
-            gaps.setdefault(same, []).append(pr["c_last"] - a_last[key])
-            stepped += mode
-        for key in prof:
-            if key not in a_last:
-                mode, mt, _ = key
-                gap = gaps.get((mode, mvs[mt])) or [v for (m, _), vs in gaps.items()
-                                                    if m == mode for v in vs]
-                a_last[key] = prof[key]["c_last"] - int(round(np.mean(gap)))
-    # --- the steps, in order: within a row group every step adds its parts ----------------
-    b_beats = t.b_beats
-    b_span = _transposed_span(b_beats) if op == 1 else b_beats
-    start_read = FIRST_AR + t.read_latency + READ_SLICE
-    b_first0 = start_read if op != 1 else start_read + b_beats - 1 + TRANSPOSE_TURN
-    # Step 0's reads: the B chunk's bursts, then the A tile's (2 cycles each).
-    if op == 1:
-        b0_rows, b0_words = min(nvs[0], t.n), _cdiv(kvs[0], L)
-    else:
-        b0_rows, b0_words = kvs[0], _cdiv(nvs[0], L)
-    a_first_read = (FIRST_AR + 2 * _first_bursts(b0_rows, b0_words, t) + 1 + t.read_latency
-                    + READ_SLICE)
-    # OP 2 reads each step's Xᵀ block (``fill`` beats into the transposer's free block) before
-    # its B chunk: step 0 starts with it, and step s's fills right after step s-1's B chunk.
-    fill = k * MT // L if op == 2 else 0
-    if op == 2:
-        fill_end0 = start_read + fill - 1
-        b_first0 = max(fill_end0 + 1, FIRST_AR + 2 * _first_bursts(kvs[0], _cdiv(mvs[0], L), t)
-                       + 1 + t.read_latency + READ_SLICE)
-        a_first_read = fill_end0 + TRANSPOSE_TURN
-    wpc = t.words_per_c_beat
-    beats_row = t.n // L
-    E = MT * beats_row                                  # results FIFO entries (C beats)
-    itp = g.issue_to_push
-    floor = itp + 1 + beats_row
+    prof = _block_profiles(nnz, modes, mvs, t, transposed=op == 2)
+    # The steps in the engine's order (result column chunk, row group, inner chunk).
     keys = [(bool(modes[nc, mt, kc]), mt, kc) for nc in range(n_nc) for mt in range(n_mt)
             for kc in range(n_kc)]
-    cl = np.array([prof[key]["c_last"] for key in keys], dtype=np.int64)
-    passes = np.array([prof[key]["passes"] for key in keys], dtype=np.int64)
-    # Between steps: one cycle, or (OP 1) until the transposer holds the next B chunk.
-    turn = np.zeros(T, dtype=np.int64)
+    tile = np.array([prof[key]["c_last"] for key in keys], dtype=np.int64)
+    a_last = None
     if op == 1:
-        al = np.array([a_last[key] for key in keys], dtype=np.int64)
-        turn[1:] = np.maximum(0, al[:-1] + b_beats + TRANSPOSE_TURN - cl[:-1] - 1)
-    # OP 2: B chunk s waits for the Xᵀ block's fill, ``fill`` beats from B chunk s-1's last.
-    fill_wait = np.zeros(T, dtype=np.int64)
-    if op == 2:
-        fill_wait[1:] = np.maximum(0, fill - cl[:-1] - 1)
-    # c_last(s) - c_last(s-1) without waits for the results FIFO:
-    inc = 1 + turn + fill_wait + b_span + cl
-    acc = {"b_load": T * b_span, "a_wait": 0, "tile": int((cl + 1).sum()),
-           "passes": int(passes.sum()), "turn": 0, "stall": 0}
-    a_first0 = max(b_first0 + b_span, a_first_read)
-    acc["a_wait"] += a_first0 - (b_first0 + b_span)
-    c_prev = a_first0 + cl[0] - inc[0]        # so that c_last(0) = c_prev + inc[0]
-    writer_prev = None        # entry free times, entries of the previous row group's results
-    writer_busy_until = -(1 << 40)
-    final = None
-    s0 = 0
-    step_c_last = np.zeros(T, dtype=np.int64)
-    step_stall = np.zeros(T, dtype=np.int64)
-    for nc, nv in enumerate(nvs):
-        row_cycles, kept, total = _row_write_cycles(nv, t)
-        pace = _cdiv(row_cycles, beats_row)
-        for mt, mv in enumerate(mvs):
-            s1 = s0 + n_kc
-            ends = c_prev + np.cumsum(inc[s0:s1])
-            step_c_last[s0:s1] = ends
-            c_last = int(ends[-1])
-            last = s1 - 1
-            a_first = c_last - int(cl[last])
-            mode, _, kc = keys[last]
-            X = prof[keys[last]]["X"]
-            # The results FIFO: beat j of this row group waits for entry (E_g + j - E) of
-            # the previous group to have left; the GEMM's rows then wait for their credit.
-            avail_rel = (X[:, None] + itp + 1 - (beats_row - g.n_par // L)
-                         + np.arange(beats_row)[None, :])            # (mv, beats_row)
-            stall = 0
-            if writer_prev is not None:
-                free, e_prev = writer_prev
-                j = np.arange(mv * beats_row).reshape(mv, beats_row)
-                idx = e_prev + j - E
-                if (idx >= 0).any():
-                    bound = np.where(idx >= 0, free[np.clip(idx, 0, None)] - a_first,
-                                     -(1 << 40))
-                    s_row = (bound + (beats_row - 1 - np.arange(beats_row))).max(axis=1) \
-                        - (itp + beats_row)
-                    if mv > 1:
-                        suffix = X[-1] - X[1:]            # increments after row i + 1
-                        x_last = max(int(X[-1]), int((s_row[:-1] + floor + suffix).max()))
-                    else:
-                        x_last = int(X[-1])
-                    stall = max(0, max(x_last, int(s_row[-1])) - int(X[-1]))
-                    if stall:
-                        avail_rel = np.maximum(avail_rel, bound)
-            c_last += stall
-            step_c_last[last] = c_last
-            step_stall[last] = stall
-            acc["stall"] += stall
-            acc["tile"] += stall
-            avail = (a_first + avail_rel + ACC_TO_WRITER).reshape(-1)
-            # The writer, in order: one word a cycle, wpc words a beat (or the row's bursts'
-            # addresses, when they take longer).
-            idx = np.arange(avail.size, dtype=np.int64)
-            start = np.maximum(np.maximum.accumulate(avail - idx * pace),
-                               writer_busy_until + 1) + idx * pace
-            writer_busy_until = int(start[-1] + wpc - 1)
-            writer_prev = (start + wpc, avail.size)
-            final = (writer_busy_until, int(start[-beats_row]) + kept - 1)
-            if op == 1 and stall and s1 < T:
-                # the next B chunk's wait for the transposer, measured from the later C
-                new_turn = max(0, int(al[last]) + b_beats + TRANSPOSE_TURN
-                               - int(cl[last]) - stall - 1)
-                inc[s1] += new_turn - turn[s1]
-                turn[s1] = new_turn
-            if op == 2 and stall and s1 < T:
-                new_wait = max(0, fill - int(cl[last]) - stall - 1)
-                inc[s1] += new_wait - fill_wait[s1]
-                fill_wait[s1] = new_wait
-            c_prev = c_last
-            s0 = s1
-    acc["turn"] = int(turn.sum())
-    acc["a_wait"] += int(fill_wait.sum())
-    if per_step:
-        # Each step's parts, back from its last C beat.
-        a_first_s = step_c_last - cl - step_stall
-        b_last_s = a_first_s - 1
-        b_last_s[0] = b_first0 + b_span - 1
-        per = {"b_first": b_last_s - b_span + 1, "b_last": b_last_s, "a_first": a_first_s,
-               "c_last": step_c_last}
-    end_words, end_kept = final
+        a_last_of = _last_a_beats(prof, mvs, t, admit_tiles)
+        a_last = np.array([a_last_of[key] for key in keys], dtype=np.int64)
+    b_span = _b_span(op, t)
+    b_first0, a_ready0 = _first_step_times(op, mvs, kvs, nvs, t)
+    a_first0 = max(b_first0 + b_span, a_ready0)
+    groups = [(nvs[s // (n_mt * n_kc)], prof[keys[s]]["X"]) for s in range(n_kc - 1, T, n_kc)]
+    c_last, stall, b_wait, (end_words, end_kept) = _schedule_steps(op, tile, a_last, groups, t,
+                                                                   a_first0)
     layer = max(end_words + 2, end_kept + WRITE_RESPONSE)
+    stalls = int(stall.sum())
+    tiles = int((tile + 1).sum()) + stalls
+    passes = sum(prof[key]["passes"] for key in keys)
+    # A B chunk's wait for its Xᵀ block (OP 2) counts in a_wait, for the transposer (OP 1) in
+    # the turn-around.
     out = {"layer_cycles": int(layer) + CHECK_CYCLES, "checks": CHECK_CYCLES, "steps": T,
            "tiles_sparse": int(modes.sum()), "tiles_dense": int(T - modes.sum()),
-           "start": int(b_first0),
-           "b_load": acc["b_load"], "a_wait": acc["a_wait"], "tile": acc["tile"],
-           "tile_passes": acc["passes"], "tile_other": acc["tile"] - acc["passes"],
-           "results_stall": acc["stall"], "turnaround": acc["turn"],
-           "drain": int(layer - c_prev - 1)}
+           "start": int(b_first0), "b_load": T * b_span,
+           "a_wait": a_first0 - (b_first0 + b_span) + (int(b_wait.sum()) if op == 2 else 0),
+           "tile": tiles, "tile_passes": passes, "tile_other": tiles - passes,
+           "results_stall": stalls, "turnaround": int(b_wait.sum()) if op == 1 else 0,
+           "drain": int(layer - c_last[-1] - 1)}
     out.update(words(op, M, K, N, t))
     if per_step:
-        out["per_step"] = {name: v + CHECK_CYCLES for name, v in per.items()}
+        out["per_step"] = _step_times(c_last, tile, stall, b_first0, b_span)
     return out
 
 

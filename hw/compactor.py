@@ -224,10 +224,6 @@ class Compactor(wiring.Component):
         m = Module()
         L, W, C = self._lanes, self._width, self._cols
         B = C // L
-        LW = L * W
-        # The window is one beat when nothing is ever left over: one lane, or one beat per row.
-        span = 2 * L if L > 1 and B > 1 else L
-
         # The mask and the row's (last, data beat count) in two FIFOs moved in lockstep: in one,
         # Verilator would see the count (computed from the mask bits) as a loop through the
         # FIFO's input word when a row is one beat.
@@ -240,10 +236,50 @@ class Compactor(wiring.Component):
                                                           depth=plan.mask_depth)
         m.submodules.grant_fifo = grant_fifo = fifo.SyncFIFO(width=max(1, (B - 1).bit_length()),
                                                              depth=GRANT_DEPTH)
-        m.submodules.data_fifo = data_fifo = fifo.SyncFIFOBuffered(width=LW,
+        m.submodules.data_fifo = data_fifo = fifo.SyncFIFOBuffered(width=L * W,
                                                                     depth=self.data_depth)
 
-        # Flow control: room for everything in flight, from last cycle's FIFO levels.
+        transfer = self._flow_control(m, mask_fifo, data_fifo)
+        beat, row_end = self._row_position(m, transfer)
+        (s1_valid, s1_data, s1_nz, s1_beat, s1_row_end, s1_last, s1_pos,
+         s1_count) = self._nonzero_prefix(m, transfer, beat, row_end)
+        n_new, s2_sel, s2_valid, s2_data, s2_full, s2_row_end, s2_n_new = self._fill_and_selects(
+            m, s1_valid, s1_data, s1_nz, s1_row_end, s1_pos, s1_count)
+
+        # The row's mask and data beat count (deep: a stage behind S2, adding S2's registered
+        # ``n_new``, so ``fill``'s arithmetic ends in a register).
+        if plan.deep:
+            r_valid, r_row_end, r_n_new = s2_valid, s2_row_end, s2_n_new
+            r_nz = delayed(m, s1_nz, 1, "s2_nz")
+            r_beat = delayed(m, s1_beat, 1, "s2_beat")
+            r_last = delayed(m, s1_last, 1, "s2_last")
+        else:
+            r_valid, r_row_end, r_n_new = s1_valid, s1_row_end, n_new
+            r_nz, r_beat, r_last = s1_nz, s1_beat, s1_last
+        self._row_mask(m, entry, mask_fifo, row_fifo,
+                       r_valid, r_row_end, r_n_new, r_nz, r_beat, r_last)
+
+        moved, s3_valid, s3_full, s3_row_end, s3_n_new = self._crossbar(
+            m, s2_sel, s2_valid, s2_data, s2_full, s2_row_end, s2_n_new)
+        self._window_into_fifo(m, data_fifo, moved, s3_valid, s3_full, s3_row_end, s3_n_new)
+        self._mask_output(m, entry, mask_fifo, row_fifo, grant_fifo)
+        self._data_output(m, data_fifo, grant_fifo)
+        return m
+
+    def _window_sources(self):
+        """For each window position ``j``, the input lanes that can land there."""
+        L = self._lanes
+        # Lane ``i`` lands at window position ``fill + pos[i]`` >= ``pos[i]``, <= ``i + L - 1``,
+        # so position ``2*lanes - 1`` is never reached: the window has ``2*lanes - 1`` elements
+        # when it spans two beats (its top half is zero-extended where it is used). It is one
+        # beat when nothing is ever left over: one lane, or one beat per row.
+        span = 2 * L - 1 if L > 1 and self.beats_per_row > 1 else L
+        return [range(max(0, j - L + 1), L) for j in range(span)]
+
+    def _flow_control(self, m, mask_fifo, data_fifo):
+        """Room for everything in flight, from last cycle's FIFO levels. Returns the input's
+        ``transfer``."""
+        plan = self.pipeline
         src = self.s_axis
         room = Signal(name="room")
         m.d.sync += room.eq((data_fifo.level <= self.data_depth - 1 - plan.data_in_flight)
@@ -251,8 +287,13 @@ class Compactor(wiring.Component):
         m.d.comb += src.ready.eq(room)
         transfer = Signal()
         m.d.comb += transfer.eq(src.valid & room)
+        return transfer
 
-        # --- input: tile state, row position, nonzero test, prefix sum -> S1 -----------------
+    def _row_position(self, m, transfer):
+        """The input's tile state (the bypass flag) and place in the row, and ``error``.
+        Returns the input beat's place in the row (``beat``) and ``row_end``: it ends its row."""
+        B = self.beats_per_row
+        src = self.s_axis
         # The bypass flag is sampled on a tile's first beat.
         first = Signal(init=1)
         tile_bypass = Signal()
@@ -270,20 +311,27 @@ class Compactor(wiring.Component):
         with m.If(transfer):
             m.d.sync += beat.eq(Mux(row_end, 0, beat + 1))
         m.d.sync += self.error.eq(transfer & src.payload.last & ~at_end)
+        return beat, row_end
 
+    def _nonzero_prefix(self, m, transfer, beat, row_end):
+        """The nonzero test and the prefix sum, up to S1. Returns S1's ``valid``, ``data``,
+        ``nz``, ``beat``, ``row_end``, ``last``, ``pos`` and ``count``."""
+        L, W, B = self._lanes, self._width, self.beats_per_row
+        plan = self.pipeline
+        src = self.s_axis
         lanes = [src.payload.data[i] for i in range(L)]
-        nz = Cat(is_nonzero(e, W, self._number_format) | bypass for e in lanes)
+        nz = Cat(is_nonzero(e, W, self._number_format) | self.bypass for e in lanes)
         # The first registers: the accepted beat, its nonzero flags and its place in the row;
         # S0 of the deep pipeline, S1 (with the prefix sum) of the short one.
         # (Data registers are reset-less: read only beside a valid flag; this keeps the reset
         # net, a pin in the synthesis harness, off hundreds of flip-flops.)
-        first = "s0" if plan.deep else "s1"
-        s0_valid = Signal(name=f"{first}_valid")
-        s0_data = Signal(LW, name=f"{first}_data", reset_less=True)
-        s0_nz = Signal(L, name=f"{first}_nz")
-        s0_beat = Signal(range(B), name=f"{first}_beat")
-        s0_row_end = Signal(name=f"{first}_row_end")
-        s0_last = Signal(name=f"{first}_last")
+        stage = "s0" if plan.deep else "s1"
+        s0_valid = Signal(name=f"{stage}_valid")
+        s0_data = Signal(L * W, name=f"{stage}_data", reset_less=True)
+        s0_nz = Signal(L, name=f"{stage}_nz")
+        s0_beat = Signal(range(B), name=f"{stage}_beat")
+        s0_row_end = Signal(name=f"{stage}_row_end")
+        s0_last = Signal(name=f"{stage}_last")
         m.d.sync += [
             s0_valid.eq(transfer), s0_data.eq(src.payload.data), s0_nz.eq(nz),
             s0_beat.eq(beat), s0_row_end.eq(row_end), s0_last.eq(src.payload.last),
@@ -304,8 +352,13 @@ class Compactor(wiring.Component):
         s1_beat = delayed(m, s0_beat, front, "s1_beat")
         s1_row_end = delayed(m, s0_row_end, front, "s1_row_end")
         s1_last = delayed(m, s0_last, front, "s1_last")
+        return s1_valid, s1_data, s1_nz, s1_beat, s1_row_end, s1_last, s1_pos, s1_count
 
-        # --- S2: fill, beats made, crossbar selects, the row's mask -------------------------
+    def _fill_and_selects(self, m, s1_valid, s1_data, s1_nz, s1_row_end, s1_pos, s1_count):
+        """S2: ``fill``, the beats made, the crossbar's selects. Returns ``n_new`` (the beats
+        the S1 beat makes), the registered selects, and S2's ``valid``, ``data``, ``full``,
+        ``row_end`` and ``n_new``."""
+        L, W = self._lanes, self._width
         fill = self.fill
         total = fill + s1_count
         full = total >= L
@@ -315,16 +368,11 @@ class Compactor(wiring.Component):
         with m.If(s1_valid):
             m.d.sync += fill.eq(Mux(s1_row_end, 0, remainder))
 
-        # Lane ``i`` lands at window position ``fill + pos[i]`` >= ``pos[i]``, <= ``i + L - 1``,
-        # so position ``2*lanes - 1`` is never reached: the window has ``span - 1`` elements
-        # when it spans two beats (its top half is zero-extended where it is used).
-        if span > L:
-            span -= 1
-        sources = [range(max(0, j - L + 1), L) for j in range(span)]
-        s2_sel = [Signal(len(sources[j]), name=f"s2_sel{j}") for j in range(span)]
+        sources = self._window_sources()
+        s2_sel = [Signal(len(lanes), name=f"s2_sel{j}") for j, lanes in enumerate(sources)]
         dest = [fill + s1_pos[i] for i in range(L)]
         s2_valid = Signal()
-        s2_data = Signal(LW, name="s2_data", reset_less=True)
+        s2_data = Signal(L * W, name="s2_data", reset_less=True)
         s2_full = Signal()
         s2_row_end = Signal()
         s2_n_new = Signal(range(3), name="s2_n_new")
@@ -332,21 +380,16 @@ class Compactor(wiring.Component):
             s2_valid.eq(s1_valid), s2_data.eq(s1_data), s2_full.eq(full),
             s2_row_end.eq(s1_row_end), s2_n_new.eq(n_new),
         ]
-        m.d.sync += [s2_sel[j].eq(Cat(s1_nz[i] & (dest[i] == j) for i in sources[j]))
-                     for j in range(span)]
+        m.d.sync += [s2_sel[j].eq(Cat(s1_nz[i] & (dest[i] == j) for i in lanes))
+                     for j, lanes in enumerate(sources)]
+        return n_new, s2_sel, s2_valid, s2_data, s2_full, s2_row_end, s2_n_new
 
-        # The row's mask and data beat count (deep: a stage behind S2, adding S2's registered
-        # ``n_new``, so ``fill``'s arithmetic ends in a register): one mask slot of ``lanes``
-        # bits per beat; the current beat's slot is taken straight from ``nz``, earlier ones
-        # from registers (cleared at each row end).
-        if plan.deep:
-            r_valid, r_row_end, r_n_new = s2_valid, s2_row_end, s2_n_new
-            r_nz = delayed(m, s1_nz, 1, "s2_nz")
-            r_beat = delayed(m, s1_beat, 1, "s2_beat")
-            r_last = delayed(m, s1_last, 1, "s2_last")
-        else:
-            r_valid, r_row_end, r_n_new = s1_valid, s1_row_end, n_new
-            r_nz, r_beat, r_last = s1_nz, s1_beat, s1_last
+    def _row_mask(self, m, entry, mask_fifo, row_fifo, r_valid, r_row_end, r_n_new, r_nz,
+                  r_beat, r_last):
+        """The row's mask and data beat count into the mask and row FIFOs: one mask slot of
+        ``lanes`` bits per beat; the current beat's slot is taken straight from ``nz``, earlier
+        ones from registers (cleared at each row end)."""
+        L, B = self._lanes, self.beats_per_row
         slots = [Signal(L, name=f"mask_slot{j}") for j in range(B - 1)] + [Const(0, L)]
         row_mask = Cat(Mux(r_beat == j, r_nz, slots[j]) for j in range(B))
         row_beats = Signal(range(B + 1), name="row_beats")
@@ -360,34 +403,43 @@ class Compactor(wiring.Component):
                 with m.Elif(r_row_end):
                     m.d.sync += slots[j].eq(0)
         closed_valid = Signal()
-        closed_mask = Signal(C, name="closed_mask")
+        closed_mask = Signal(self._cols, name="closed_mask")
         closed_entry = Signal(entry, name="closed_entry")
         closing = [closed_valid.eq(r_valid & r_row_end), closed_mask.eq(row_mask),
                    closed_entry.last.eq(r_last), closed_entry.nbeats.eq(row_beats + r_n_new)]
         # Deep: the finished row then waits a cycle in registers before the FIFOs.
-        m.d.sync += closing if plan.deep else []
-        m.d.comb += ([] if plan.deep else closing) + [
+        deep = self.pipeline.deep
+        m.d.sync += closing if deep else []
+        m.d.comb += ([] if deep else closing) + [
             mask_fifo.w_data.eq(closed_mask),
             row_fifo.w_data.eq(closed_entry),
             mask_fifo.w_en.eq(closed_valid),
             row_fifo.w_en.eq(closed_valid),
         ]
 
-        # --- S3 (deep): the crossbar, registered (it fills a cycle on its own) -------------
-        moved = Cat(select_onehot([s2_data.word_select(i, W) for i in sources[j]],
-                                  [s2_sel[j][k] for k in range(len(sources[j]))], W)
-                    for j in range(span))
-        if plan.deep:
-            s3_moved = Signal(span * W, name="s3_moved", reset_less=True)
+    def _crossbar(self, m, s2_sel, s2_valid, s2_data, s2_full, s2_row_end, s2_n_new):
+        """S3 (deep): the crossbar, registered (it fills a cycle on its own). Returns the
+        ``moved`` lanes and S3's ``valid``, ``full``, ``row_end`` and ``n_new``."""
+        W = self._width
+        deep = self.pipeline.deep
+        moved = Cat(select_onehot([s2_data.word_select(i, W) for i in lanes],
+                                  [s2_sel[j][k] for k in range(len(lanes))], W)
+                    for j, lanes in enumerate(self._window_sources()))
+        if deep:
+            s3_moved = Signal(len(moved), name="s3_moved", reset_less=True)
             m.d.sync += s3_moved.eq(moved)
             moved = s3_moved
-        step = 1 if plan.deep else 0
+        step = 1 if deep else 0
         s3_valid = delayed(m, s2_valid, step, "s3_valid")
         s3_full = delayed(m, s2_full, step, "s3_full")
         s3_row_end = delayed(m, s2_row_end, step, "s3_row_end")
         s3_n_new = delayed(m, s2_n_new, step, "s3_n_new")
+        return moved, s3_valid, s3_full, s3_row_end, s3_n_new
 
-        # --- the window, the staging register, into the data FIFO -----------------------
+    def _window_into_fifo(self, m, data_fifo, moved, s3_valid, s3_full, s3_row_end, s3_n_new):
+        """The window, the staging register, into the data FIFO."""
+        LW = self._lanes * self._width
+        deep = self.pipeline.deep
         staging = Signal(LW, name="staging")
         # Named where it is logic (staging OR moved); above ``lanes`` it is the moved lanes
         # themselves, and a named copy of a register's bits would be half used.
@@ -408,15 +460,17 @@ class Compactor(wiring.Component):
         s4_data = Signal(LW, name="s4_data", reset_less=True)
         writing = [s4_valid.eq(pending_valid | (s3_n_new != 0)),
                    s4_data.eq(Mux(pending_valid, pending, window[:LW]))]
-        m.d.sync += writing if plan.deep else []
-        m.d.comb += ([] if plan.deep else writing) + [
+        m.d.sync += writing if deep else []
+        m.d.comb += ([] if deep else writing) + [
             data_fifo.w_en.eq(s4_valid), data_fifo.w_data.eq(s4_data)]
         with m.If(pending_valid):
             m.d.sync += [pending_valid.eq(s3_n_new != 0), pending.eq(window[:LW])]
         with m.Elif(s3_n_new == 2):
             m.d.sync += [pending_valid.eq(1), pending.eq(window[LW:])]
 
-        # Mask output; a row with data beats is granted to the data output as its mask leaves.
+    def _mask_output(self, m, entry, mask_fifo, row_fifo, grant_fifo):
+        """Mask output; a row with data beats is granted to the data output as its mask
+        leaves."""
         head = Signal(entry)
         mask_out = self.m_axis_mask
         has_data = head.nbeats != 0
@@ -431,9 +485,10 @@ class Compactor(wiring.Component):
             grant_fifo.w_en.eq(mask_out.ready & mask_out.valid & has_data),
         ]
 
-        # Data output: beats of granted rows; ``last`` by counting against the grant.
+    def _data_output(self, m, data_fifo, grant_fifo):
+        """Data output: beats of granted rows; ``last`` by counting against the grant."""
         data_out = self.m_axis_data
-        sent = Signal(range(B), name="sent")
+        sent = Signal(range(self.beats_per_row), name="sent")
         data_last = Signal()
         m.d.comb += [
             data_last.eq(sent == grant_fifo.r_data),
@@ -445,7 +500,6 @@ class Compactor(wiring.Component):
         ]
         with m.If(data_out.ready & data_out.valid):
             m.d.sync += sent.eq(Mux(data_last, 0, sent + 1))
-        return m
 
 
 def _info(compactor):

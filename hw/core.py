@@ -220,8 +220,7 @@ def tile_datapath(m, p, regs, *, a, b, c):
     stream read here (its ``ready`` driven here); ``b``: an outgoing ``B`` stream view, ``c``
     an incoming ``C`` stream view, connected to the GEMM.
     """
-    L, W, K, N = p["lanes"], p["width"], p["k"], p["n"]
-    depth = p["table_depth"]
+    L, W, K = p["lanes"], p["width"], p["k"]
     gemm_params = {q.name: p[q.name] for q in GEMM_PARAMS if q.name != "sparse"}
 
     m.submodules.monitor = monitor = SparsityMonitor(
@@ -239,7 +238,51 @@ def tile_datapath(m, p, regs, *, a, b, c):
                                  f[("CTRL", "FORGET")])
     table_base = f[("TABLE_BASE", "TABLE_BASE")]
 
-    # --- A: s_axis_a -> monitor -> compactor (with the tile's mode in tuser) -------------
+    first, sparse_next, decision_ready, a_tile, a_take = _a_to_compactor(
+        m, a, monitor, compactor, modes, threshold=threshold, pass_start=pass_start)
+
+    # --- density table ------------------------------------------------------------------
+    m.submodules.table = table = Memory(shape=_table_entry(p), depth=p["table_depth"],
+                                        init=[])
+    valid = Signal(p["table_depth"])
+    lookup = table.read_port(domain="comb")
+    bus_read = table.read_port()
+    write = table.write_port()
+    target = _decide(m, p, lookup, valid, a_tile=a_tile, first=first, mode=mode,
+                     threshold=threshold, table_base=table_base, sparse_next=sparse_next)
+    stats = monitor.m_axis_stats
+    record, stats_tile = _record_measurements(m, p, stats, write, forget=forget,
+                                              table_base=table_base, pass_start=pass_start)
+    _settle_decision(m, p, regs, stats, stats_tile, target, decision_ready,
+                     forget=forget, pass_start=pass_start, tile_start=a_take & first)
+    # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
+    m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
+    _table_bus_view(m, regs, bus_read, valid)
+
+    mask, c_done, tile_mode = _gemm_streams(m, compactor, gemm, modes, b=b, c=c)
+    rows_empty = _empty_rows(m, p, a, a_take)
+    events = {
+        "CYCLES": 1,
+        "BUSY_CYCLES": modes.r_rdy,
+        "STALL_CYCLES": gemm.stat_stall,
+        "TILES_DENSE": c_done & ~tile_mode,
+        "TILES_SPARSE": c_done & tile_mode,
+        "ROWS_EMPTY": rows_empty,
+        "CONFLICT_CYCLES": gemm.stat_conflict,
+        "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
+        "TILES_BELOW": stats.valid & stats.payload.data.sparse,
+        "A_ERRORS": compactor.error,
+    }
+    _counters(m, p, f, events, mask, clear=clear)
+    m.d.comb += f[("TILE", "TILE")].eq(a_tile)
+
+
+def _a_to_compactor(m, a, monitor, compactor, modes, *, threshold, pass_start):
+    """A: ``s_axis_a`` -> monitor -> compactor, with the tile's mode in ``tuser``; a tile's
+    first beat waits for the decision and for room in the ``modes`` FIFO. Returns ``first``
+    (the next A beat starts a tile), ``sparse_next`` and ``decision_ready`` (the decision
+    for the tile that starts next, driven by :func:`_decide` and :func:`_settle_decision`),
+    ``a_tile`` (tiles started in this pass) and ``a_take`` (an A beat transfers)."""
     mon_in, mon_out = monitor.s_axis, monitor.m_axis
     first = Signal(init=1)  # the next A beat starts a tile
     sparse_next = Signal()  # the decision for the tile that starts next (when ready)
@@ -266,16 +309,30 @@ def tile_datapath(m, p, regs, *, a, b, c):
         m.d.sync += first.eq(a.payload.last)
     m.d.sync += a_tile.eq(a_tile_next)
     m.d.comb += [modes.w_en.eq(a_take & first), modes.w_data.eq(sparse_next)]
+    return first, sparse_next, decision_ready, a_tile, a_take
 
-    # --- density table ------------------------------------------------------------------
-    count_w = Shape.cast(stats_layout(L, p["max_tile_elems"])["nnz"].shape).width
-    entry = data.StructLayout({"nnz": count_w, "elems": count_w})
-    m.submodules.table = table = Memory(shape=entry, depth=depth, init=[])
-    valid = Signal(depth)
-    lookup = table.read_port(domain="comb")
-    bus_read = table.read_port()
-    write = table.write_port()
-    index_w = max(depth.bit_length(), 1)
+
+def _count_width(p):
+    """Bits of the monitor's ``nnz`` and ``elems``."""
+    return Shape.cast(stats_layout(p["lanes"], p["max_tile_elems"])["nnz"].shape).width
+
+
+def _table_entry(p):
+    """A density-table entry: the monitor's ``nnz`` and ``elems`` of a tile."""
+    count_w = _count_width(p)
+    return data.StructLayout({"nnz": count_w, "elems": count_w})
+
+
+def _table_index_width(p):
+    """Bits of a density-table index (of its read and write ports' addresses)."""
+    return max(p["table_depth"].bit_length(), 1)
+
+
+def _decide(m, p, lookup, valid, *, a_tile, first, mode, threshold, table_base, sparse_next):
+    """The decision for the next tile into ``sparse_next``, from its density-table entry
+    (``lookup``, a combinational read port, and the ``valid`` bits). Returns ``target``: the
+    tile it decides."""
+    depth, count_w, index_w = p["table_depth"], _count_width(p), _table_index_width(p)
     # The decision is a pipeline of DECISION_STAGES registers (index, table read, its
     # copy, the THRESHOLD x elems multiplier's input and output, the verdict), so no path runs from
     # an A handshake through the table and a multiplier (it limited the core to 33 MHz). It works
@@ -309,16 +366,13 @@ def tile_datapath(m, p, regs, *, a, b, c):
     m.d.sync += sparse_next.eq((mode == MODES["sparse"])
                                | ((mode == MODES["auto"]) & has_entry_d
                                   & (scaled_nnz <= threshold_elems)))
+    return target
 
-    # Every restart is known in the cycle before the input changes (a register's write is
-    # seen as the bus accepts it, a tile's start as its first beat is taken), so the
-    # countdown starts at DECISION_STAGES and ``decision_ready`` is a register compare:
-    # no path runs from a register's value to ``s_axis_a_tready`` (with the change
-    # detected one cycle late instead, one ran from TABLE_BASE through the A handshake
-    # to the counters, 55 MHz on ECP5). A record for the entry being read is the one
-    # input seen only as it changes; it holds the next tile back for that cycle (records
-    # reach an entry being read only late from a previous pass, after PASS_START).
-    stats = monitor.m_axis_stats
+
+def _record_measurements(m, p, stats, write, *, forget, table_base, pass_start):
+    """The monitor's records (``stats``) into the density table's ``write`` port. Returns
+    ``record`` (an entry is written) and ``stats_tile`` (the tile the next record is for)."""
+    index_w = _table_index_width(p)
     stats_tile = Signal(32)
     # A record is written the cycle after the monitor sends it, its entry's index
     # registered on the way (TABLE_BASE + tile, compared with the depth, into the valid
@@ -330,12 +384,29 @@ def tile_datapath(m, p, regs, *, a, b, c):
     m.d.comb += stats.ready.eq(1)
     m.d.sync += [record_valid.eq(stats.valid & ~forget),
                  record_index.eq((table_base + stats_tile)[:index_w]),
-                 record_fits.eq(table_base + stats_tile < depth),
+                 record_fits.eq(table_base + stats_tile < p["table_depth"]),
                  record_data.nnz.eq(stats.payload.data.nnz),
                  record_data.elems.eq(stats.payload.data.elems)]
     record = record_valid & record_fits
     m.d.comb += [write.addr.eq(record_index), write.en.eq(record), write.data.eq(record_data)]
     m.d.sync += stats_tile.eq(Mux(pass_start, 0, stats_tile + stats.valid))
+    return record, stats_tile
+
+
+def _settle_decision(m, p, regs, stats, stats_tile, target, decision_ready, *, forget,
+                     pass_start, tile_start):
+    """``decision_ready``: the decision's pipeline has settled since its inputs last changed.
+
+    Every restart is known in the cycle before the input changes (a register's write is
+    seen as the bus accepts it, a tile's start as its first beat is taken), so the
+    countdown starts at DECISION_STAGES and ``decision_ready`` is a register compare:
+    no path runs from a register's value to ``s_axis_a_tready`` (with the change
+    detected one cycle late instead, one ran from TABLE_BASE through the A handshake
+    to the counters, 55 MHz on ECP5). A record for the entry being read is the one
+    input seen only as it changes; it holds the next tile back for that cycle (records
+    reach an entry being read only late from a previous pass, after PASS_START).
+    """
+    index_w = _table_index_width(p)
     # ``record_hits``: the record now landing is for the entry now being read. Compared a
     # cycle early and registered (the same as comparing the registered record with the
     # registered target): from those registers through the compare, the A handshake and
@@ -345,7 +416,7 @@ def tile_datapath(m, p, regs, *, a, b, c):
                                & (stats_tile[:index_w] == target[:index_w]))
     restart = Signal()
     m.d.comb += restart.eq(regs.written["CTRL"] | regs.written["THRESHOLD"]
-                           | regs.written["TABLE_BASE"] | pass_start | (a_take & first)
+                           | regs.written["TABLE_BASE"] | pass_start | tile_start
                            | record_hits)
     settle = Signal(range(DECISION_STAGES + 1), init=DECISION_STAGES - 1)
     with m.If(restart):
@@ -354,10 +425,9 @@ def tile_datapath(m, p, regs, *, a, b, c):
         m.d.sync += settle.eq(settle - 1)
     m.d.comb += decision_ready.eq((settle == 0) & ~record_hits)
 
-    # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
-    m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
 
-    # Bus view: word 2e = nnz | valid << 31, word 2e+1 = elems.
+def _table_bus_view(m, regs, bus_read, valid):
+    """Bus view: word 2e = nnz | valid << 31, word 2e+1 = elems."""
     window = "DENSITY_TABLE"
     word_addr = regs.window_addr[window]
     odd, entry_valid = Signal(), Signal()
@@ -366,7 +436,11 @@ def tile_datapath(m, p, regs, *, a, b, c):
     m.d.comb += regs.window_data[window].eq(
         Mux(odd, bus_read.data.elems, bus_read.data.nnz | (entry_valid << 31)))
 
-    # --- compactor -> GEMM, B, C --------------------------------------------------------
+
+def _gemm_streams(m, compactor, gemm, modes, *, b, c):
+    """Compactor -> GEMM, ``B`` in and ``C`` out; a tile's mode leaves ``modes`` with its last
+    ``C`` beat. Returns the GEMM's ``mask`` stream, ``c_done`` (a tile's last ``C`` beat
+    transfers) and ``tile_mode`` (that tile ran sparse)."""
     mask = compactor.m_axis_mask
     m.d.comb += [
         gemm.s_axis_a_mask.payload.eq(mask.payload),
@@ -380,14 +454,13 @@ def tile_datapath(m, p, regs, *, a, b, c):
     m.d.comb += [c_done.eq(c.valid & c.ready & c.payload.last),
                  modes.r_en.eq(c_done)]
     tile_mode = modes.r_data[0]
+    return mask, c_done, tile_mode
 
-    # --- counters -----------------------------------------------------------------------
-    # Every increment reaches its counter two cycles after its event, through registers:
-    # in one cycle, a row mask's popcount, its product and a saturating 32-bit
-    # add were the core's critical path on ECP5 (17.6 ns). MACS_* take the popcount in two
-    # steps (8-bit chunk counts, then their sum); CLEAR drops the increments in flight, as
-    # it drops those of its own cycle.
-    mask_take = mask.valid & mask.ready
+
+def _empty_rows(m, p, a, a_take):
+    """``ROWS_EMPTY``'s event: an ``A`` row (``k/lanes`` beats, or up to ``tlast``) without a
+    nonzero ends, counted at the input in either mode."""
+    L, W, K = p["lanes"], p["width"], p["k"]
     row_beat = Signal(range(max(K // L, 2)))
     row_any = Signal()
     beat_any = Cat(is_nonzero(a.payload.data[i], W, "int") for i in range(L)).any()
@@ -396,24 +469,27 @@ def tile_datapath(m, p, regs, *, a, b, c):
     with m.If(a_take):
         m.d.sync += [row_beat.eq(Mux(row_end, 0, row_beat + 1)),
                      row_any.eq(Mux(row_end, 0, row_any | beat_any))]
-    events = {
-        "CYCLES": 1,
-        "BUSY_CYCLES": modes.r_rdy,
-        "STALL_CYCLES": gemm.stat_stall,
-        "TILES_DENSE": c_done & ~tile_mode,
-        "TILES_SPARSE": c_done & tile_mode,
-        "ROWS_EMPTY": row_end & ~row_any & ~beat_any,
-        "CONFLICT_CYCLES": gemm.stat_conflict,
-        "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
-        "TILES_BELOW": stats.valid & stats.payload.data.sparse,
-        "A_ERRORS": compactor.error,
-    }
+    return row_end & ~row_any & ~beat_any
+
+
+def _counters(m, p, f, events, mask, *, clear):
+    """The saturating counters of :data:`COUNTERS` into their fields of ``f``: those of
+    ``events`` (by counter name), and ``MACS_*`` from the GEMM's ``mask`` stream.
+
+    Every increment reaches its counter two cycles after its event, through registers:
+    in one cycle, a row mask's popcount, its product and a saturating 32-bit
+    add were the core's critical path on ECP5 (17.6 ns). MACS_* take the popcount in two
+    steps (8-bit chunk counts, then their sum); CLEAR drops the increments in flight, as
+    it drops those of its own cycle.
+    """
+    K, N = p["k"], p["n"]
     increments = {}
     for name, event in events.items():
         shape = Value.cast(event).shape()
         first, second = (Signal(shape, name=f"inc_{name.lower()}_{i}") for i in (1, 2))
         m.d.sync += [first.eq(Mux(clear, 0, event)), second.eq(Mux(clear, 0, first))]
         increments[name] = second
+    mask_take = mask.valid & mask.ready
     chunks = [mask.payload.data[j:j + 8] for j in range(0, K, 8)]
     chunk_ones = [Signal(range(len(c) + 1), name=f"mask_ones{i}") for i, c in enumerate(chunks)]
     m.d.sync += [ones.eq(Mux(mask_take & ~clear, popcount(chunk), 0))
@@ -433,7 +509,6 @@ def tile_datapath(m, p, regs, *, a, b, c):
             m.d.sync += counter.eq(Mux(total[COUNTER_BITS:].any(),
                                        (1 << COUNTER_BITS) - 1, total[:COUNTER_BITS]))
         m.d.comb += f[(name, name)].eq(counter)
-    m.d.comb += f[("TILE", "TILE")].eq(a_tile)
 
 
 def register_info(component, driver):

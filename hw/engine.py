@@ -99,6 +99,181 @@ def pack(layout, **values):
     return Cat(*parts)
 
 
+def matrix_shapes(op, desc, *, elem_bytes, acc_bytes):
+    """The three matrices' shapes by OP: (rows, columns, bytes per element), from the
+    descriptor's ``M``, ``K``, ``N``."""
+    return {
+        "A": (desc["M"], Mux(op == OPS["dgrad"], desc["N"], desc["K"]), elem_bytes),
+        "B": (Mux(op == OPS["wgrad"], desc["M"], desc["K"]), desc["N"], elem_bytes),
+        "C": (Mux(op == OPS["wgrad"], desc["K"], desc["M"]),
+              Mux(op == OPS["dgrad"], desc["K"], desc["N"]), acc_bytes),
+    }
+
+
+class Status:
+    """``STATUS`` and ``ERR_CODE`` as the sequencer drives them: ``busy`` (a layer runs),
+    ``done`` (it ended, or START was refused), ``err`` and its ``err_code``."""
+
+    def __init__(self):
+        self.busy, self.done = Signal(name="busy"), Signal(name="done")
+        self.err = Signal(name="err")
+        self.err_code = Signal(4, name="err_code")
+
+    def refuse(self, code):
+        """The statements that refuse a descriptor with ``code``."""
+        return [self.err.eq(1), self.err_code.eq(code), self.done.eq(1), self.busy.eq(0)]
+
+
+class RegionChecks:
+    """The descriptor's checks, between START and the layer's start: the fields, and each
+    matrix's region in memory, ``end`` = its address + ``span`` + ``row_bytes``, where
+    ``span`` = (rows - 1) * stride is computed by shifts and adds, one cycle per bit of
+    ``rows_m1`` (:data:`CHECK_CYCLES`), and ``row_bytes`` is a row rounded up to bus words.
+
+    The checks' verdicts (``fields_code``, ``stride_short``, ``out_of_range``, ``overlap``)
+    are each registered: the descriptor is held from START to DONE, so these settle during the
+    span steps, and no compare reaches the refusal or the layer's start in the same cycle
+    (they were the engine's slowest paths). Made by :meth:`add_verdicts`; the sequencer's
+    states run :meth:`clear`, :meth:`shift` and :meth:`add_ends`.
+    """
+
+    def __init__(self, op, desc, shapes, *, bus_bytes, code_shape):
+        self._op, self._desc, self._shapes, self._bus_bytes = op, desc, shapes, bus_bytes
+        self.row_bytes, self.span, self.end, self._rounded = {}, {}, {}, {}
+        for x, (rows, cols, size) in shapes.items():
+            # A row's bytes rounded up to bus words.
+            self._rounded[x] = Cat(Const(0, log2(bus_bytes)),
+                                   (cols[:DIM_BITS] * size + (bus_bytes - 1)) >> log2(bus_bytes))
+            self.row_bytes[x] = Signal.like(self._rounded[x], name=f"row_bytes_{x.lower()}")
+            self.span[x] = Signal(DIM_BITS + 32, name=f"span_{x.lower()}")  # (rows - 1) * stride
+            self.end[x] = Signal(DIM_BITS + 33, name=f"end_{x.lower()}")
+        self.step = Signal(range(CHECK_CYCLES + 1), name="step")
+        self.fields_code = Signal(code_shape, name="fields_code")
+        # (One statement, whose first two signals Amaranth's tracer leaves unnamed: they are
+        # ``$signal$<n>`` in the generated Verilog, which the mutation and coverage reports
+        # quote, so naming them would change those.)
+        stride_short, out_of_range, overlap = Signal(), Signal(), Signal()
+        self.stride_short, self.out_of_range, self.overlap = stride_short, out_of_range, overlap
+        self.rows_m1 = {x: Signal(DIM_BITS, name=f"rows_m1_{x.lower()}") for x in "ABC"}
+
+    def add_verdicts(self, m):
+        """The rounded row lengths and the verdicts, registered every cycle."""
+        op, d, BW = self._op, self._desc, self._bus_bytes
+        for x in self._shapes:
+            m.d.sync += self.row_bytes[x].eq(self._rounded[x])
+        aligned = Cat(*[d[name][:log2(BW)] for name in ("A_ADDR", "A_STRIDE", "B_ADDR",
+                                                        "B_STRIDE", "C_ADDR", "C_STRIDE")]) == 0
+        dims_ok = Cat(*[(d[x] == 0) | (d[x] > MAX_DIM) for x in ("M", "K", "N")]) == 0
+        end = self.end
+        m.d.sync += [
+            self.fields_code.eq(Mux(op == 3, ERR_CODES["BAD_OP"],
+                                    Mux(~dims_ok, ERR_CODES["BAD_DIM"],
+                                        Mux(~aligned, ERR_CODES["UNALIGNED"], 0)))),
+            self.stride_short.eq(Cat(*[d[f"{x}_STRIDE"] < self.row_bytes[x]
+                                       for x in "ABC"]) != 0),
+            self.out_of_range.eq(Cat(*[end[x] > (1 << ADDR_WIDTH) for x in "ABC"]) != 0),
+            self.overlap.eq(Cat(*[(d["C_ADDR"] < end[x]) & (d[f"{x}_ADDR"] < end["C"])
+                                  for x in "AB"]) != 0),
+        ]
+
+    def clear(self, m):
+        """Before the span steps: every ``span`` 0, every ``rows_m1`` its matrix's rows - 1."""
+        m.d.sync += self.step.eq(0)
+        m.d.sync += [self.span[x].eq(0) for x in "ABC"]
+        m.d.sync += [self.rows_m1[x].eq(rows[:DIM_BITS] - 1)
+                     for x, (rows, _, _) in self._shapes.items()]
+
+    def shift(self, m):
+        """One span step; returns whether it is the last."""
+        # span = (rows - 1) * stride, most significant bit of rows - 1 first.
+        for x in "ABC":
+            bit = self.rows_m1[x][DIM_BITS - 1]
+            m.d.sync += [self.span[x].eq((self.span[x] << 1)
+                                         + Mux(bit, self._desc[f"{x}_STRIDE"], 0)),
+                         self.rows_m1[x].eq(self.rows_m1[x] << 1)]
+        m.d.sync += self.step.eq(self.step + 1)
+        return self.step == CHECK_CYCLES - 1
+
+    def add_ends(self, m):
+        """Each region's end, from its address, span and row length."""
+        m.d.sync += [self.end[x].eq(self._desc[f"{x}_ADDR"] + self.span[x] + self.row_bytes[x])
+                     for x in "ABC"]
+
+
+class LayerWalk:
+    """Where the sequencer is in the layer: the output columns (``no``), output rows (``mo``)
+    and inner dimension (``ki``) still ``left`` from each loop's size, and the byte offsets
+    (``off``) of the step's A tile, B chunk and C tile in their matrices. ``kc_first``,
+    ``kc_last``: the step is its row group's first, last inner chunk; ``mt_last``,
+    ``nc_last``: the last row group, column group; ``mv``, ``kv``, ``nv``: the step's valid
+    rows, inner elements, columns."""
+
+    def __init__(self, op, desc, output_shape, *, k, n, acc_rows, elem_bytes, acc_bytes):
+        K, N, MT, d = k, n, acc_rows, desc
+        self._op, self._desc, self._k, self._n, self._acc_rows = op, desc, K, N, MT
+        self._out_rows, self._out_cols = output_shape[0], output_shape[1]
+        self.mo, self.ki, self.no = (Signal(DIM_BITS, name=name) for name in ("mo", "ki", "no"))
+        self.left = {name: Signal(DIM_BITS + 1, name=f"{name}_left")
+                     for name in ("mo", "ki", "no")}
+        self.off = {name: Signal(32, name=f"off_{name}")
+                    for name in ("a_mt", "a_kc", "b_kc", "b_nc", "c_mt", "c_nc")}
+        # What each offset steps by (the descriptor is held through the layer).
+        self.delta = {
+            "a_mt": Mux(op == OPS["wgrad"], MT * elem_bytes, d["A_STRIDE"] * MT),
+            "a_kc": Mux(op == OPS["wgrad"], d["A_STRIDE"] * K, K * elem_bytes),
+            "b_kc": Mux(op == OPS["dgrad"], K * elem_bytes, d["B_STRIDE"] * K),
+            "b_nc": Mux(op == OPS["dgrad"], d["B_STRIDE"] * N, N * elem_bytes),
+            "c_mt": d["C_STRIDE"] * MT,
+            "c_nc": Const(N * acc_bytes, 32),
+        }
+        left = self.left
+        self.kc_first = Signal(name="kc_first")
+        self.kc_last = left["ki"] <= K
+        self.mt_last = left["mo"] <= MT
+        self.nc_last = left["no"] <= N
+        self.mv = Mux(self.mt_last, left["mo"], MT)[:DIM_BITS]
+        self.kv = Mux(self.kc_last, left["ki"], K)[:DIM_BITS]
+        self.nv = Mux(self.nc_last, left["no"], N)[:DIM_BITS]
+
+    def _inner(self):
+        """The inner dimension's size by OP."""
+        op, d = self._op, self._desc
+        return Mux(op == OPS["forward"], d["K"], Mux(op == OPS["dgrad"], d["N"], d["M"]))
+
+    def begin(self, m):
+        """At the layer's start: the first step of C's rows and columns."""
+        rows, cols = self._out_rows, self._out_cols
+        m.d.sync += [
+            self.mo.eq(rows), self.no.eq(cols), self.ki.eq(self._inner()),
+            self.left["mo"].eq(rows), self.left["no"].eq(cols),
+            self.left["ki"].eq(self._inner()),
+            self.kc_first.eq(1),
+        ]
+        m.d.sync += [o.eq(0) for o in self.off.values()]
+
+    def advance(self, m):
+        """After a step: the next inner chunk, else the next row group, else the next column
+        group."""
+        left, off, delta = self.left, self.off, self.delta
+        K, MT, N = self._k, self._acc_rows, self._n
+        m.d.sync += self.kc_first.eq(self.kc_last)
+        with m.If(~self.kc_last):
+            m.d.sync += [left["ki"].eq(left["ki"] - K),
+                         off["a_kc"].eq(off["a_kc"] + delta["a_kc"]),
+                         off["b_kc"].eq(off["b_kc"] + delta["b_kc"])]
+        with m.Else():
+            m.d.sync += [left["ki"].eq(self.ki), off["a_kc"].eq(0), off["b_kc"].eq(0)]
+            with m.If(~self.mt_last):
+                m.d.sync += [left["mo"].eq(left["mo"] - MT),
+                             off["a_mt"].eq(off["a_mt"] + delta["a_mt"]),
+                             off["c_mt"].eq(off["c_mt"] + delta["c_mt"])]
+            with m.Else():
+                m.d.sync += [left["mo"].eq(self.mo), off["a_mt"].eq(0), off["c_mt"].eq(0),
+                             left["no"].eq(left["no"] - N),
+                             off["b_nc"].eq(off["b_nc"] + delta["b_nc"]),
+                             off["c_nc"].eq(off["c_nc"] + delta["c_nc"])]
+
+
 class SpartanEngine(wiring.Component):
     """The layer engine.
 
@@ -121,30 +296,62 @@ class SpartanEngine(wiring.Component):
 
     params = property(lambda self: dict(self._p))
     regmap = property(lambda self: self._map)
+    #: Bytes per A and B element, per C sum.
+    _elem_bytes = property(lambda self: self._p["width"] // 8)
+    _acc_bytes = property(lambda self: self._p["acc_width"] // 8)
 
     def elaborate(self, platform):
         m = Module()
         p = self._p
-        L, W, K, N, MT = p["lanes"], p["width"], p["k"], p["n"], p["acc_rows"]
-        DW = p["data_width"]
-        BW = DW // 8
-        elem_bytes, acc_bytes = W // 8, p["acc_width"] // 8
-        words_per_c_beat = L * p["acc_width"] // DW
-
         m.submodules.regs = regs = AxiLiteRegisters(self._map)
         forward_ports(m, self, regs, axil_members(self._map.addr_width))
         f = regs.fields
 
-        # --- the core's data path, its tiles numbered from each START --------------------------
+        layer_start, a, b, c = self._core_datapath(m, regs)
+        reader, writer, transposer, acc = self._units(m)
+        queues = self._command_queues(m, reader, transposer, acc, writer)
+        op = Signal(2)   # the running layer's OP (the register may change while it runs)
+        self._route_beats(m, op, reader.beats, transposer, a=a, b=b, c=c)
+        self._write_results(m, c, acc, writer)
+
+        status = Status()
+        start_accepted = Signal()   # a START while idle: the descriptor is copied, checks begin
+        mem_error = self._status_registers(m, f, status, start_accepted, reader, writer)
+
+        # --- descriptor (copied at START) and its checks --------------------------------------
+        d = {name: Signal(32, name=f"desc_{name.lower()}")
+             for name in ("M", "K", "N", "A_ADDR", "A_STRIDE", "B_ADDR", "B_STRIDE", "C_ADDR",
+                          "C_STRIDE")}
+        shapes = matrix_shapes(op, d, elem_bytes=self._elem_bytes, acc_bytes=self._acc_bytes)
+        checks = RegionChecks(op, d, shapes, bus_bytes=p["data_width"] // 8,
+                              code_shape=status.err_code.shape())
+        checks.add_verdicts(m)
+        walk = LayerWalk(op, d, shapes["C"], k=p["k"], n=p["n"], acc_rows=p["acc_rows"],
+                         elem_bytes=self._elem_bytes, acc_bytes=self._acc_bytes)
+        self._sequencer(m, f, op, d, status, checks, walk, queues,
+                        (reader, transposer, acc, writer), layer_start=layer_start,
+                        start_accepted=start_accepted, mem_error=mem_error)
+        return m
+
+    def _core_datapath(self, m, regs):
+        """The core's data path (:func:`spartan_rtl.hw.core.tile_datapath`), its tiles numbered
+        from each START. Returns ``layer_start`` (its PASS_START) and its ``A``, ``B`` and ``C``
+        streams."""
+        L, W, acc_width = self._p["lanes"], self._p["width"], self._p["acc_width"]
         layer_start = Signal()
-        view = SimpleNamespace(fields={**f, ("CTRL", "PASS_START"): layer_start},
+        view = SimpleNamespace(fields={**regs.fields, ("CTRL", "PASS_START"): layer_start},
                                written=regs.written, window_addr=regs.window_addr,
                                window_data=regs.window_data)
         a = stream.Signature(beat_layout(L, W)).create()
         b = stream.Signature(beat_layout(L, W)).create()
-        c = wiring.flipped(stream.Signature(beat_layout(L, p["acc_width"])).create())
-        core.tile_datapath(m, p, view, a=a, b=b, c=c)
+        c = wiring.flipped(stream.Signature(beat_layout(L, acc_width)).create())
+        core.tile_datapath(m, self._p, view, a=a, b=b, c=c)
+        return layer_start, a, b, c
 
+    def _units(self, m):
+        """The reader, writer (each on its own AXI4 channels), transposer and accumulator."""
+        p = self._p
+        L, W, K, N, MT, DW = p["lanes"], p["width"], p["k"], p["n"], p["acc_rows"], p["data_width"]
         m.submodules.reader = reader = BlockReader(lanes=L, width=W, data_width=DW,
                                                    max_burst=p["max_burst"])
         m.submodules.writer = writer = ResultWriter(data_width=DW, max_burst=p["max_burst"])
@@ -155,8 +362,12 @@ class SpartanEngine(wiring.Component):
         for unit in (reader, writer):   # reads and writes, each its own channels
             forward_ports(m, self, unit, [name for name in axi_master_members(DW)
                                           if name in unit.signature.members])
+        return reader, writer, transposer, acc
 
-        # Command queues from the sequencer to each unit, in step order.
+    def _command_queues(self, m, reader, transposer, acc, writer):
+        """Command queues from the sequencer to each unit, in step order: returns the
+        reader's, the transposer's, the accumulator's and the writer's."""
+        L, DW = self._p["lanes"], self._p["data_width"]
         m.submodules.read_cmds = read_cmds = fifo.SyncFIFOBuffered(
             width=read_cmd_layout(L).size, depth=2)
         m.submodules.transpose_cmds = transpose_cmds = fifo.SyncFIFOBuffered(
@@ -169,10 +380,11 @@ class SpartanEngine(wiring.Component):
                             (acc_cmds, acc.cmd), (write_cmds, writer.cmd)):
             m.d.comb += [port.valid.eq(queue.r_rdy), port.payload.eq(queue.r_data),
                          queue.r_en.eq(port.ready)]
+        return read_cmds, transpose_cmds, acc_cmds, write_cmds
 
-        # --- the reader's beats to the core or the transposer ----------------------------------
-        op = Signal(2)   # the running layer's OP (the register may change while it runs)
-        beats = reader.beats
+    def _route_beats(self, m, op, beats, transposer, *, a, b, c):
+        """The reader's ``beats`` to the core (``a``, ``b``) or the transposer, and the
+        transposer's output to the core, by ``op``."""
         t_out = transposer.out
         # Steps run strictly in turn at the core: B chunk s, then A tile s, then C tile s. The
         # GEMM takes B whenever no tile has reached it, but a tile's first rows may still be in
@@ -206,11 +418,14 @@ class SpartanEngine(wiring.Component):
             t_out.ready.eq(Mux(t_out.payload.dest, b.ready & b_allowed, a.ready & a_allowed)),
         ]
 
-        # --- C -> accumulator -> bus words -> writer -------------------------------------------
+    def _write_results(self, m, c, acc, writer):
+        """C -> accumulator -> bus words -> writer."""
+        L, DW, acc_width = self._p["lanes"], self._p["data_width"], self._p["acc_width"]
+        words_per_c_beat = L * acc_width // DW
         # Through a register slice: the accumulator's ready (a carry chain) into the GEMM's
         # output queue, the core's tile counters and its mode FIFO was the engine's slowest
         # path (12.7 ns on ECP5).
-        m.submodules.c_slice = c_slice = RegisterSlice(beat_layout(L, p["acc_width"]))
+        m.submodules.c_slice = c_slice = RegisterSlice(beat_layout(L, acc_width))
         m.d.comb += [c_slice.i.valid.eq(c.valid), c_slice.i.payload.eq(c.payload),
                      c.ready.eq(c_slice.i.ready)]
         wiring.connect(m, c_slice.o, acc.c)
@@ -223,13 +438,13 @@ class SpartanEngine(wiring.Component):
         with m.If(writer.data.valid & writer.data.ready):
             m.d.sync += sub.eq(Mux(last_sub, 0, sub + 1))
 
-        # --- registers: status, error, counters ------------------------------------------------
-        busy, done, err = Signal(name="busy"), Signal(name="done"), Signal(name="err")
-        start_accepted = Signal()   # a START while idle: the descriptor is copied, checks begin
-        err_code = Signal(4)
-        m.d.comb += [f[("STATUS", "BUSY")].eq(busy), f[("STATUS", "DONE")].eq(done),
+    def _status_registers(self, m, f, status, start_accepted, reader, writer):
+        """Registers: status, error, counters (zeroed as a START is accepted). Returns
+        ``mem_error``: a read or write was answered with an error in this layer."""
+        busy, err, err_code = status.busy, status.err, status.err_code
+        m.d.comb += [f[("STATUS", "BUSY")].eq(busy), f[("STATUS", "DONE")].eq(status.done),
                      f[("STATUS", "ERR")].eq(err), f[("ERR_CODE", "ERR_CODE")].eq(err_code),
-                     self.irq.eq(done & f[("IRQ_EN", "IRQ_EN")])]
+                     self.irq.eq(status.done & f[("IRQ_EN", "IRQ_EN")])]
         events = {"LAYER_CYCLES": busy, "A_WORDS": reader.words_a, "B_WORDS": reader.words_b,
                   "C_WORDS": writer.words_c}
         for name, _, _ in ENGINE_COUNTERS:
@@ -241,70 +456,20 @@ class SpartanEngine(wiring.Component):
                 m.d.sync += counter.eq(counter + 1)
             m.d.comb += f[(name, name)].eq(counter)
 
-        start = f[("CTRL", "START")]
-        mem_error = Signal()   # a read or write was answered with an error in this layer
+        mem_error = Signal()
         with m.If(reader.r_error | writer.b_error):
             m.d.sync += [mem_error.eq(1), err.eq(1),
                          err_code.eq(Mux(reader.r_error, ERR_CODES["READ_RESP"],
                                          ERR_CODES["WRITE_RESP"]))]
+        return mem_error
 
-        # --- descriptor (copied at START) and its checks --------------------------------------
-        d = {name: Signal(32, name=f"desc_{name.lower()}")
-             for name in ("M", "K", "N", "A_ADDR", "A_STRIDE", "B_ADDR", "B_STRIDE", "C_ADDR",
-                          "C_STRIDE")}
-        # The three matrices' shapes by OP: (rows, columns, bytes per element).
-        mo, ki, no = (Signal(DIM_BITS, name=name) for name in ("mo", "ki", "no"))
-        shapes = {
-            "A": (d["M"], Mux(op == OPS["dgrad"], d["N"], d["K"]), elem_bytes),
-            "B": (Mux(op == OPS["wgrad"], d["M"], d["K"]), d["N"], elem_bytes),
-            "C": (Mux(op == OPS["wgrad"], d["K"], d["M"]),
-                  Mux(op == OPS["dgrad"], d["K"], d["N"]), acc_bytes),
-        }
-        row_bytes, span, end = {}, {}, {}
-        for x, (rows, cols, size) in shapes.items():
-            # A row's bytes rounded up to bus words.
-            rounded = Cat(Const(0, log2(BW)), (cols[:DIM_BITS] * size + (BW - 1)) >> log2(BW))
-            row_bytes[x] = Signal.like(rounded, name=f"row_bytes_{x.lower()}")
-            m.d.sync += row_bytes[x].eq(rounded)
-            span[x] = Signal(DIM_BITS + 32, name=f"span_{x.lower()}")   # (rows - 1) * stride
-            end[x] = Signal(DIM_BITS + 33, name=f"end_{x.lower()}")
-        step = Signal(range(CHECK_CYCLES + 1))
-        # The checks' verdicts, each registered: the descriptor is held from START to DONE, so
-        # these settle during the span steps, and no compare reaches the refusal or the
-        # layer's start in the same cycle (they were the engine's slowest paths).
-        fields_code = Signal.like(err_code)
-        stride_short, out_of_range, overlap = Signal(), Signal(), Signal()
-        aligned = Cat(*[d[name][:log2(BW)] for name in ("A_ADDR", "A_STRIDE", "B_ADDR",
-                                                        "B_STRIDE", "C_ADDR", "C_STRIDE")]) == 0
-        dims_ok = Cat(*[(d[x] == 0) | (d[x] > MAX_DIM) for x in ("M", "K", "N")]) == 0
-        m.d.sync += [
-            fields_code.eq(Mux(op == 3, ERR_CODES["BAD_OP"],
-                               Mux(~dims_ok, ERR_CODES["BAD_DIM"],
-                                   Mux(~aligned, ERR_CODES["UNALIGNED"], 0)))),
-            stride_short.eq(Cat(*[d[f"{x}_STRIDE"] < row_bytes[x] for x in "ABC"]) != 0),
-            out_of_range.eq(Cat(*[end[x] > (1 << ADDR_WIDTH) for x in "ABC"]) != 0),
-            overlap.eq(Cat(*[(d["C_ADDR"] < end[x]) & (d[f"{x}_ADDR"] < end["C"])
-                             for x in "AB"]) != 0),
-        ]
-        multiplier = {x: Signal(DIM_BITS, name=f"rows_m1_{x.lower()}") for x in "ABC"}
-
-        loop = {name: Signal(DIM_BITS + 1, name=f"{name}_left") for name in ("mo", "ki", "no")}
-        off = {name: Signal(32, name=f"off_{name}")
-               for name in ("a_mt", "a_kc", "b_kc", "b_nc", "c_mt", "c_nc")}
-        # What each offset steps by (the descriptor is held through the layer).
-        delta = {
-            "a_mt": Mux(op == OPS["wgrad"], MT * elem_bytes, d["A_STRIDE"] * MT),
-            "a_kc": Mux(op == OPS["wgrad"], d["A_STRIDE"] * K, K * elem_bytes),
-            "b_kc": Mux(op == OPS["dgrad"], K * elem_bytes, d["B_STRIDE"] * K),
-            "b_nc": Mux(op == OPS["dgrad"], d["B_STRIDE"] * N, N * elem_bytes),
-            "c_mt": d["C_STRIDE"] * MT,
-            "c_nc": Const(N * acc_bytes, 32),
-        }
-        kc_first = Signal()
-        kc_last, mt_last, nc_last = (loop["ki"] <= K), (loop["mo"] <= MT), (loop["no"] <= N)
-        mv = Mux(mt_last, loop["mo"], MT)[:DIM_BITS]
-        kv = Mux(kc_last, loop["ki"], K)[:DIM_BITS]
-        nv = Mux(nc_last, loop["no"], N)[:DIM_BITS]
+    def _step_commands(self, op, d, walk):
+        """The units' commands for the step ``walk`` is at: the B chunk's and the A tile's
+        reads, the transposer's read-out, the accumulator's tile and the result rows' write."""
+        p = self._p
+        L, K, N, MT, DW = p["lanes"], p["k"], p["n"], p["acc_rows"], p["data_width"]
+        BW = DW // 8
+        mv, kv, nv = walk.mv, walk.kv, walk.nv
 
         def valid_words(count):
             return (count + (L - 1)) >> log2(L)
@@ -318,6 +483,7 @@ class SpartanEngine(wiring.Component):
                         valid_rows=valid_rows, beats=beats, words=valid_words(count),
                         last_mask=last_mask(count), dest=dest, operand_b=operand_b)
 
+        off = walk.off
         b_cmd = read_cmd(
             d["B_ADDR"] + off["b_kc"] + off["b_nc"], d["B_STRIDE"],
             Mux(op == OPS["dgrad"], N, K), Mux(op == OPS["dgrad"], nv, kv),
@@ -330,21 +496,26 @@ class SpartanEngine(wiring.Component):
             Mux(op == OPS["wgrad"], DEST_T, DEST_A), 0)
         t_cmd = pack(transpose_cmd_layout(), cols=Mux(op == OPS["dgrad"], K, mv),
                      beats=Mux(op == OPS["dgrad"], N // L, K // L), dest=op == OPS["dgrad"])
-        a_cmd_acc = pack(acc_cmd_layout(), first=kc_first, last=kc_last)
-        out_bytes = nv * acc_bytes
+        a_cmd_acc = pack(acc_cmd_layout(), first=walk.kc_first, last=walk.kc_last)
+        out_bytes = nv * self._acc_bytes
         rem_bytes = out_bytes[:log2(BW)]
         w_cmd = pack(write_cmd_layout(DW), base=d["C_ADDR"] + off["c_mt"] + off["c_nc"],
                      stride=d["C_STRIDE"], rows=mv,
                      words=(out_bytes + (BW - 1)) >> log2(BW),
-                     total_words=N // L * words_per_c_beat,
+                     total_words=N // L * (L * p["acc_width"] // DW),
                      last_strb=Mux(rem_bytes == 0, (1 << BW) - 1,
                                    (Const(1, BW + 1) << rem_bytes) - 1)[:BW])
+        return b_cmd, a_cmd, t_cmd, a_cmd_acc, w_cmd
 
+    def _sequencer(self, m, f, op, d, status, checks, walk, queues, units, *, layer_start,
+                   start_accepted, mem_error):
+        """The sequencer: at START it copies the descriptor (``d``) and ``op``, checks them
+        (a refusal ends the layer with ``ERR``), then issues the layer's steps to the units'
+        command ``queues`` and waits until every queue and unit is idle."""
+        busy, done, err, err_code = status.busy, status.done, status.err, status.err_code
+        start = f[("CTRL", "START")]
         with m.If(start & busy):
             m.d.sync += [err.eq(1), err_code.eq(ERR_CODES["BUSY"])]
-
-        def refuse(code):
-            return [err.eq(1), err_code.eq(code), done.eq(1), busy.eq(0)]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -355,109 +526,84 @@ class SpartanEngine(wiring.Component):
                     m.d.sync += [sig.eq(f[(name, name)]) for name, sig in d.items()]
                     m.next = "CHECK_FIELDS"
             with m.State("CHECK_FIELDS"):
-                m.d.sync += step.eq(0)
-                m.d.sync += [span[x].eq(0) for x in "ABC"]
-                m.d.sync += [multiplier[x].eq(rows[:DIM_BITS] - 1)
-                             for x, (rows, _, _) in shapes.items()]
+                checks.clear(m)
                 m.next = "SPAN"
             with m.State("SPAN"):
-                # span = (rows - 1) * stride, most significant bit of rows - 1 first.
-                for x in "ABC":
-                    bit = multiplier[x][DIM_BITS - 1]
-                    m.d.sync += [span[x].eq((span[x] << 1) + Mux(bit, d[f"{x}_STRIDE"], 0)),
-                                 multiplier[x].eq(multiplier[x] << 1)]
-                m.d.sync += step.eq(step + 1)
-                with m.If(step == CHECK_CYCLES - 1):
+                with m.If(checks.shift(m)):
                     m.next = "END"
             with m.State("END"):
-                m.d.sync += [end[x].eq(d[f"{x}_ADDR"] + span[x] + row_bytes[x]) for x in "ABC"]
+                checks.add_ends(m)
                 m.next = "CHECK_REGIONS"
             with m.State("CHECK_REGIONS"):
                 m.next = "VERDICT"    # the regions' compares, from the ends of END
             with m.State("VERDICT"):
                 # Refusals in the order docs/engine.md lists them (the first failure counts).
-                with m.If(fields_code != 0):
-                    m.d.sync += refuse(fields_code)
+                with m.If(checks.fields_code != 0):
+                    m.d.sync += status.refuse(checks.fields_code)
                     m.next = "IDLE"
-                with m.Elif(stride_short):
-                    m.d.sync += refuse(ERR_CODES["BAD_STRIDE"])
+                with m.Elif(checks.stride_short):
+                    m.d.sync += status.refuse(ERR_CODES["BAD_STRIDE"])
                     m.next = "IDLE"
-                with m.Elif(out_of_range):
-                    m.d.sync += refuse(ERR_CODES["RANGE"])
+                with m.Elif(checks.out_of_range):
+                    m.d.sync += status.refuse(ERR_CODES["RANGE"])
                     m.next = "IDLE"
-                with m.Elif(overlap):
-                    m.d.sync += refuse(ERR_CODES["OVERLAP"])
+                with m.Elif(checks.overlap):
+                    m.d.sync += status.refuse(ERR_CODES["OVERLAP"])
                     m.next = "IDLE"
                 with m.Else():
                     m.d.comb += layer_start.eq(1)
-                    rows_c, cols_c = shapes["C"][0], shapes["C"][1]
-                    m.d.sync += [
-                        mo.eq(rows_c), no.eq(cols_c),
-                        ki.eq(Mux(op == OPS["forward"], d["K"],
-                                  Mux(op == OPS["dgrad"], d["N"], d["M"]))),
-                        loop["mo"].eq(rows_c), loop["no"].eq(cols_c),
-                        loop["ki"].eq(Mux(op == OPS["forward"], d["K"],
-                                          Mux(op == OPS["dgrad"], d["N"], d["M"]))),
-                        kc_first.eq(1),
-                    ]
-                    m.d.sync += [o.eq(0) for o in off.values()]
+                    walk.begin(m)
                     m.next = "ISSUE_READ_1"
-            # One step: the B chunk and the A tile, the transposer's read-out, the
-            # accumulator's tile, and after the last inner chunk the result rows. wgrad reads
-            # the A tile first: its Xᵀ block fills the transposer's free block while the GEMM
-            # still computes the step before (the B chunk must wait for that step's C anyway).
-            wgrad = op == OPS["wgrad"]
-            with m.State("ISSUE_READ_1"):
-                m.d.comb += [read_cmds.w_en.eq(1), read_cmds.w_data.eq(Mux(wgrad, a_cmd, b_cmd))]
-                with m.If(read_cmds.w_rdy):
-                    m.next = "ISSUE_READ_2"
-            with m.State("ISSUE_READ_2"):
-                m.d.comb += [read_cmds.w_en.eq(1), read_cmds.w_data.eq(Mux(wgrad, b_cmd, a_cmd))]
-                with m.If(read_cmds.w_rdy):
-                    m.next = "ISSUE_T"
-            with m.State("ISSUE_T"):
-                m.d.comb += [transpose_cmds.w_en.eq(op != OPS["forward"]),
-                             transpose_cmds.w_data.eq(t_cmd)]
-                with m.If(transpose_cmds.w_rdy | (op == OPS["forward"])):
-                    m.next = "ISSUE_ACC"
-            with m.State("ISSUE_ACC"):
-                m.d.comb += [acc_cmds.w_en.eq(1), acc_cmds.w_data.eq(a_cmd_acc)]
-                with m.If(acc_cmds.w_rdy):
-                    m.next = "ISSUE_W"
-            with m.State("ISSUE_W"):
-                m.d.comb += [write_cmds.w_en.eq(kc_last), write_cmds.w_data.eq(w_cmd)]
-                with m.If(write_cmds.w_rdy | ~kc_last):
-                    m.next = "NEXT"
-            with m.State("NEXT"):
-                m.d.sync += kc_first.eq(kc_last)
-                with m.If(~kc_last):
-                    m.d.sync += [loop["ki"].eq(loop["ki"] - K),
-                                 off["a_kc"].eq(off["a_kc"] + delta["a_kc"]),
-                                 off["b_kc"].eq(off["b_kc"] + delta["b_kc"])]
-                with m.Else():
-                    m.d.sync += [loop["ki"].eq(ki), off["a_kc"].eq(0), off["b_kc"].eq(0)]
-                    with m.If(~mt_last):
-                        m.d.sync += [loop["mo"].eq(loop["mo"] - MT),
-                                     off["a_mt"].eq(off["a_mt"] + delta["a_mt"]),
-                                     off["c_mt"].eq(off["c_mt"] + delta["c_mt"])]
-                    with m.Else():
-                        m.d.sync += [loop["mo"].eq(mo), off["a_mt"].eq(0), off["c_mt"].eq(0),
-                                     loop["no"].eq(loop["no"] - N),
-                                     off["b_nc"].eq(off["b_nc"] + delta["b_nc"]),
-                                     off["c_nc"].eq(off["c_nc"] + delta["c_nc"])]
-                finished = kc_last & mt_last & nc_last
-                with m.If(finished | mem_error):
-                    m.next = "DRAIN"
-                with m.Else():
-                    m.next = "ISSUE_READ_1"
+            self._step_states(m, op, d, walk, queues, mem_error=mem_error)
             with m.State("DRAIN"):
+                read_cmds, transpose_cmds, acc_cmds, write_cmds = queues
+                reader, transposer, acc, writer = units
                 quiet = ((read_cmds.level == 0) & (transpose_cmds.level == 0)
                          & (acc_cmds.level == 0) & (write_cmds.level == 0)
                          & reader.idle & transposer.idle & acc.idle & writer.idle)
                 with m.If(quiet):
                     m.d.sync += [busy.eq(0), done.eq(1)]
                     m.next = "IDLE"
-        return m
+
+    def _step_states(self, m, op, d, walk, queues, *, mem_error):
+        """The sequencer's states of one step: the B chunk and the A tile, the transposer's
+        read-out, the accumulator's tile, and after the last inner chunk the result rows; then
+        the next step, or DRAIN after the last (or a memory error)."""
+        read_cmds, transpose_cmds, acc_cmds, write_cmds = queues
+        b_cmd, a_cmd, t_cmd, a_cmd_acc, w_cmd = self._step_commands(op, d, walk)
+        kc_last = walk.kc_last
+        # wgrad reads the A tile first: its Xᵀ block fills the transposer's free block while
+        # the GEMM still computes the step before (the B chunk must wait for that step's C
+        # anyway).
+        wgrad = op == OPS["wgrad"]
+        with m.State("ISSUE_READ_1"):
+            m.d.comb += [read_cmds.w_en.eq(1), read_cmds.w_data.eq(Mux(wgrad, a_cmd, b_cmd))]
+            with m.If(read_cmds.w_rdy):
+                m.next = "ISSUE_READ_2"
+        with m.State("ISSUE_READ_2"):
+            m.d.comb += [read_cmds.w_en.eq(1), read_cmds.w_data.eq(Mux(wgrad, b_cmd, a_cmd))]
+            with m.If(read_cmds.w_rdy):
+                m.next = "ISSUE_T"
+        with m.State("ISSUE_T"):
+            m.d.comb += [transpose_cmds.w_en.eq(op != OPS["forward"]),
+                         transpose_cmds.w_data.eq(t_cmd)]
+            with m.If(transpose_cmds.w_rdy | (op == OPS["forward"])):
+                m.next = "ISSUE_ACC"
+        with m.State("ISSUE_ACC"):
+            m.d.comb += [acc_cmds.w_en.eq(1), acc_cmds.w_data.eq(a_cmd_acc)]
+            with m.If(acc_cmds.w_rdy):
+                m.next = "ISSUE_W"
+        with m.State("ISSUE_W"):
+            m.d.comb += [write_cmds.w_en.eq(kc_last), write_cmds.w_data.eq(w_cmd)]
+            with m.If(write_cmds.w_rdy | ~kc_last):
+                m.next = "NEXT"
+        with m.State("NEXT"):
+            walk.advance(m)
+            finished = kc_last & walk.mt_last & walk.nc_last
+            with m.If(finished | mem_error):
+                m.next = "DRAIN"
+            with m.Else():
+                m.next = "ISSUE_READ_1"
 
 
 def _info(engine):

@@ -73,6 +73,20 @@ def gather(sources, index, width):
     padded = sources + [Const(0, width)] * ((1 << len(index)) - len(sources))
     return Cat(padded).word_select(index, width)
 
+
+def decode_slot(bits):
+    """A mask slot's decode (its ``lanes`` = ``len(bits)`` bits), in the order of
+    :meth:`Expander._step_indices`' registers: ``pos[i]`` (the exclusive prefix sum),
+    ``pos[i] + i + 1``, ``need`` (the popcount) and ``need + lanes``."""
+    lanes = len(bits)
+    bits = [bits[i] for i in range(lanes)]
+    positions, total = fast_prefix_sums(bits)
+    positions_plus, _ = fast_prefix_sums(bits, offset=lambda i: i + 1)
+    # need + lanes, need <= lanes a power of two: no adder.
+    total_plus = Mux(total[-1], 2 * lanes, total | lanes)
+    return positions + positions_plus + [total, total_plus]
+
+
 class Expander(wiring.Component):
     """ZVC -> dense expander.
 
@@ -111,9 +125,8 @@ class Expander(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        L, W, C = self._lanes, self._width, self._cols
+        L, C = self._lanes, self._cols
         B = C // L
-        LW = L * W
         mask_in, data_in, out = self.s_axis_mask, self.s_axis_data, self.m_axis
 
         # --- stage A: the current row's mask, shifted down one slot per step ----------------
@@ -124,43 +137,7 @@ class Expander(wiring.Component):
         at_end = Signal()
         m.d.comb += at_end.eq(beat == B - 1)
         avail = self.avail
-
-        slot = mask[:L]
-        # The current slot's decode, registered: computed when the slot becomes current (from
-        # the incoming mask's first slot, or the mask register's next slot as it shifts), so a
-        # step does only a subtraction, a compare and a multiplexer per index below. ``pos``:
-        # the slot's exclusive prefix sum; ``need``: its popcount; ``pos_plus[i]`` =
-        # ``pos[i] + i + 1`` and ``need_plus`` = ``need + lanes`` (the offsets of the data
-        # beat's elements in the window, added before the register).
-        pos = [Signal(range(i + 1), name=f"slot_pos{i}") for i in range(L)]
-        pos_plus = [Signal(range(2 * i + 2), name=f"slot_pos_plus{i}") for i in range(L)]
-        need = Signal(range(L + 1), name="slot_need")
-        need_plus = Signal(range(2 * L + 1), name="slot_need_plus")
-        decoded = pos + pos_plus + [need, need_plus]
-
-        def decode(bits):
-            bits = [bits[i] for i in range(L)]
-            positions, total = fast_prefix_sums(bits)
-            positions_plus, _ = fast_prefix_sums(bits, offset=lambda i: i + 1)
-            # need + lanes, need <= lanes a power of two: no adder.
-            total_plus = Mux(total[-1], 2 * L, total | L)
-            return positions + positions_plus + [total, total_plus]
-
-        left = Signal(range(-L, L), name="left")  # what stays staged after this step
-        m.d.comb += left.eq(avail - need)
-        take = left < 0
-        if L > 1:
-            # Output lane ``i`` (``pos[i] <= i``): staged elements 0..i, then data 0..i; the
-            # data element ``pos[i] - avail`` is window element ``pos[i] + i + 1 - avail``.
-            out_index = [Mux(pos[i] < avail, pos[i], pos_plus[i] - avail) for i in range(L)]
-            # Staging slot ``j`` takes window element ``j + need``: staged elements j..L-1,
-            # then data elements 0..L-1 (only slots below the new ``avail`` matter).
-            # (``j + need < avail`` as ``left > j``: one subtraction shared by every slot,
-            # then a table of ``left``'s bits, where a compare would be a second carry chain.)
-            stage_index = [Mux(lookup(left, lambda x, j=j: _signed(x, len(left)) > j),
-                               need, need_plus - avail) for j in range(L)]
-        else:  # one lane: nothing is ever staged (``avail`` is always 0)
-            out_index, stage_index = [Const(1, 1)], [Const(0, 1)]
+        decoded, left, take, out_index, stage_index = self._step_indices(m)
 
         # --- the command register between the stages ---------------------------------------
         cmd_valid = Signal()
@@ -189,7 +166,7 @@ class Expander(wiring.Component):
 
         with m.If(advance):
             m.d.sync += [
-                cmd_valid.eq(1), cmd_slot.eq(slot), cmd_take.eq(take), cmd_end.eq(at_end),
+                cmd_valid.eq(1), cmd_slot.eq(mask[:L]), cmd_take.eq(take), cmd_end.eq(at_end),
                 cmd_last.eq(at_end & mask_last),
             ]
             m.d.sync += [c.eq(v) for c, v in zip(cmd_out, out_index)]
@@ -199,17 +176,60 @@ class Expander(wiring.Component):
             with m.Else():
                 m.d.sync += [beat.eq(beat + 1), mask.eq(mask >> L), avail.eq(left)]
                 if B > 1:
-                    m.d.sync += [r.eq(v) for r, v in zip(decoded, decode(mask[L:2 * L]))]
+                    m.d.sync += [r.eq(v) for r, v in zip(decoded, decode_slot(mask[L:2 * L]))]
         with m.Elif(execute):
             m.d.sync += cmd_valid.eq(0)
 
         with m.If(mask_in.valid & mask_in.ready):
             m.d.sync += [mask.eq(mask_in.payload.data), mask_last.eq(mask_in.payload.last),
                          have_mask.eq(1), beat.eq(0)]
-            m.d.sync += [r.eq(v) for r, v in zip(decoded, decode(mask_in.payload.data[:L]))]
+            m.d.sync += [r.eq(v) for r, v in zip(decoded, decode_slot(mask_in.payload.data[:L]))]
 
-        # --- stage B: multiplexers steered by the command -----------------------------------
-        staging = Signal(LW, name="staging")
+        self._stage_b(m, execute, out_valid, cmd_slot, cmd_out, cmd_stage, cmd_last)
+        self._check_data_last(m, taken, execute & cmd_end)
+        return m
+
+    def _step_indices(self, m):
+        """Stage A's arithmetic for one step, from the current slot's registered decode and
+        ``avail``. Returns the decode registers (in :func:`decode_slot`'s order), ``left``
+        (what stays staged after the step), ``take`` (the step consumes a data beat) and the
+        command's source index of every output lane and every staging slot."""
+        L, avail = self._lanes, self.avail
+        # The current slot's decode, registered: computed when the slot becomes current (from
+        # the incoming mask's first slot, or the mask register's next slot as it shifts), so a
+        # step does only a subtraction, a compare and a multiplexer per index below. ``pos``:
+        # the slot's exclusive prefix sum; ``need``: its popcount; ``pos_plus[i]`` =
+        # ``pos[i] + i + 1`` and ``need_plus`` = ``need + lanes`` (the offsets of the data
+        # beat's elements in the window, added before the register).
+        pos = [Signal(range(i + 1), name=f"slot_pos{i}") for i in range(L)]
+        pos_plus = [Signal(range(2 * i + 2), name=f"slot_pos_plus{i}") for i in range(L)]
+        need = Signal(range(L + 1), name="slot_need")
+        need_plus = Signal(range(2 * L + 1), name="slot_need_plus")
+        decoded = pos + pos_plus + [need, need_plus]
+
+        left = Signal(range(-L, L), name="left")  # what stays staged after this step
+        m.d.comb += left.eq(avail - need)
+        take = left < 0
+        if L > 1:
+            # Output lane ``i`` (``pos[i] <= i``): staged elements 0..i, then data 0..i; the
+            # data element ``pos[i] - avail`` is window element ``pos[i] + i + 1 - avail``.
+            out_index = [Mux(pos[i] < avail, pos[i], pos_plus[i] - avail) for i in range(L)]
+            # Staging slot ``j`` takes window element ``j + need``: staged elements j..L-1,
+            # then data elements 0..L-1 (only slots below the new ``avail`` matter).
+            # (``j + need < avail`` as ``left > j``: one subtraction shared by every slot,
+            # then a table of ``left``'s bits, where a compare would be a second carry chain.)
+            stage_index = [Mux(lookup(left, lambda x, j=j: _signed(x, len(left)) > j),
+                               need, need_plus - avail) for j in range(L)]
+        else:  # one lane: nothing is ever staged (``avail`` is always 0)
+            out_index, stage_index = [Const(1, 1)], [Const(0, 1)]
+        return decoded, left, take, out_index, stage_index
+
+    def _stage_b(self, m, execute, out_valid, cmd_slot, cmd_out, cmd_stage, cmd_last):
+        """Stage B: multiplexers steered by the command, into the output and staging
+        registers."""
+        L, W = self._lanes, self._width
+        data_in, out = self.s_axis_data, self.m_axis
+        staging = Signal(L * W, name="staging")
         staged = [staging.word_select(k, W) for k in range(L)]
         incoming = [data_in.payload.data[k] for k in range(L)]
         lanes_out = [Mux(cmd_slot[i], gather(staged[:i + 1] + incoming[:i + 1], cmd_out[i], W),
@@ -225,14 +245,17 @@ class Expander(wiring.Component):
         with m.Elif(out.ready):
             m.d.sync += out_valid.eq(0)
 
-        # Data tlast check: a row's data beats must end with exactly one tlast, on the last.
+    def _check_data_last(self, m, taken, row_done):
+        """Data tlast check: a row's data beats must end with exactly one tlast, on the last.
+        ``taken``: a data beat transfers; ``row_done``: the row's last command executes."""
+        data_in = self.s_axis_data
         closed = Signal()   # a tlast beat was taken in this row
         open_ = Signal()    # the last beat taken in this row had no tlast
         row_error = Signal()
         bad = Signal()
         m.d.comb += bad.eq(taken & closed)
         open_after = Mux(taken, ~data_in.payload.last, open_)
-        with m.If(execute & cmd_end):
+        with m.If(row_done):
             m.d.sync += [self.error.eq(row_error | bad | open_after),
                          closed.eq(0), open_.eq(0), row_error.eq(0)]
         with m.Else():
@@ -240,7 +263,6 @@ class Expander(wiring.Component):
             with m.If(taken):
                 m.d.sync += [closed.eq(data_in.payload.last), open_.eq(~data_in.payload.last),
                              row_error.eq(row_error | bad)]
-        return m
 
 
 def _info(expander):

@@ -76,6 +76,14 @@ def stats_layout(lanes, max_tile_elems):
     })
 
 
+def _count_widths(layout):
+    """The widths of a record's counters (``nnz`` and ``elems``), of ``zero_beats``, and of
+    ``threshold * elems``."""
+    count_w = Shape.cast(layout["nnz"].shape).width
+    beats_w = Shape.cast(layout["zero_beats"].shape).width
+    return count_w, beats_w, count_w + 8
+
+
 class SparsityMonitor(wiring.Component):
     """Pass-through sparsity monitor.
 
@@ -118,13 +126,20 @@ class SparsityMonitor(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        L = self._lanes
-        layout = stats_layout(L, self._max_tile_elems)
-        count_w = Shape.cast(layout["nnz"].shape).width
-        beats_w = Shape.cast(layout["zero_beats"].shape).width
-        thr_w = count_w + 8  # threshold * elems
+        layout = stats_layout(self._lanes, self._max_tile_elems)
+        transfer, last = self._pass_through(m)
+        beat_nnz, beat_zero, beat_valid, beat_last, beat_threshold = self._beat_counts(
+            m, transfer, last)
+        closing, closing_threshold, closing_raw, closing_over = self._tile_totals(
+            m, layout, beat_nnz, beat_zero, beat_valid, beat_last, beat_threshold)
+        record, record_thr_elems, record_valid = self._saturated_record(
+            m, layout, closing, closing_threshold, closing_raw, closing_over)
+        self._stats_output(m, layout, record, record_thr_elems, record_valid)
+        return m
 
-        # --- data path: a wire; only a tile's last beat waits, for room in the buffer --------
+    def _pass_through(self, m):
+        """The data path: a wire; only a tile's last beat waits, for room in the buffer.
+        Returns the input's ``transfer`` and its ``last`` bit."""
         # ``waiting``: tiles whose last beat went in and whose record has not left, wherever
         # it is (statistics pipeline or FIFO). A register, so ``s_axis_tready`` is two gates
         # from flip-flops.
@@ -140,8 +155,14 @@ class SparsityMonitor(wiring.Component):
         transfer = Signal()
         m.d.comb += transfer.eq(src.valid & src.ready)
         m.d.sync += waiting.eq(waiting + (transfer & last) - (stats.valid & stats.ready))
+        return transfer, last
 
-        # --- statistics pipeline: never stalls (``waiting`` bounds what is in it) -----------
+    def _beat_counts(self, m, transfer, last):
+        """The statistics pipeline's front (it never stalls: ``waiting`` bounds what is in it):
+        the accepted beat's nonzero flags, then their popcount. Returns the beat's
+        (``beat_nnz``, ``beat_zero``, ``beat_valid``, ``beat_last``, ``beat_threshold``), all
+        as of the popcount's last stage."""
+        L = self._lanes
         # The tile's threshold, sampled on its first beat, travels with each beat.
         first = Signal(init=1)
         tile_threshold = Signal(8)
@@ -155,8 +176,8 @@ class SparsityMonitor(wiring.Component):
         p1_threshold = Signal(8, name="p1_threshold")
         m.d.sync += [
             p1_valid.eq(transfer), p1_last.eq(last), p1_threshold.eq(threshold_now),
-            p1_nz.eq(Cat(is_nonzero(src.payload.data[i], self._width, self._number_format)
-                         for i in range(L))),
+            p1_nz.eq(Cat(is_nonzero(self.s_axis.payload.data[i], self._width,
+                                    self._number_format) for i in range(L))),
         ]
         # The beat's popcount, two adder levels per stage; the rest of the beat waits beside it.
         beat_nnz, stages = staged_tree_sum(m, [p1_nz[i] for i in range(L)],
@@ -167,9 +188,16 @@ class SparsityMonitor(wiring.Component):
         beat_valid = delayed(m, p1_valid, stages, "beat_valid")
         beat_last = delayed(m, p1_last, stages, "beat_last")
         beat_threshold = delayed(m, p1_threshold, stages, "beat_threshold")
+        return beat_nnz, beat_zero, beat_valid, beat_last, beat_threshold
 
-        # Per-tile accumulators. Each wraps, and a sticky flag records that its true value
-        # passed ``2**width - 1``: the saturation is resolved once per tile, after the adders.
+    def _tile_totals(self, m, layout, beat_nnz, beat_zero, beat_valid, beat_last,
+                     beat_threshold):
+        """Per-tile accumulators. Each wraps, and a sticky flag records that its true value
+        passed ``2**width - 1``: the saturation is resolved once per tile, after the adders.
+        Returns ``closing`` (a tile's totals are in the closing registers), its threshold, and
+        the raw totals and overflow flags by field."""
+        L = self._lanes
+        count_w, beats_w, thr_w = _count_widths(layout)
         # ``thr_elems`` is threshold * elems, accumulated by adding threshold * lanes (a shift)
         # per beat: no multiplier. Exact while elems is; once elems saturates the record uses
         # threshold * (2**w - 1).
@@ -194,8 +222,13 @@ class SparsityMonitor(wiring.Component):
                     m.d.sync += [acc.eq(total[:width]), over.eq(over_next)]
         with m.If(beat_valid & beat_last):
             m.d.sync += closing_threshold.eq(beat_threshold)
+        return closing, closing_threshold, closing_raw, closing_over
 
-        # The saturated totals, registered; then ``sparse`` is a compare of registers.
+    def _saturated_record(self, m, layout, closing, closing_threshold, closing_raw,
+                          closing_over):
+        """The saturated totals, registered (then ``sparse`` is a compare of registers).
+        Returns the ``record``, its ``threshold * elems`` and its valid flag."""
+        count_w, beats_w, thr_w = _count_widths(layout)
         top = (1 << count_w) - 1
         record = Signal(layout)
         record_thr_elems = Signal(thr_w)
@@ -213,7 +246,11 @@ class SparsityMonitor(wiring.Component):
                                     ((closing_threshold << count_w) - closing_threshold)[:thr_w],
                                     closing_raw["thr_elems"])),
         ]
+        return record, record_thr_elems, record_valid
 
+    def _stats_output(self, m, layout, record, record_thr_elems, record_valid):
+        """``sparse`` from the registered record, into the FIFO of ``m_axis_stats``."""
+        stats = self.m_axis_stats
         # ``waiting`` never exceeds STATS_DEPTH, so the FIFO always has room for a record.
         m.submodules.stats_fifo = stats_fifo = fifo.SyncFIFO(width=layout.size,
                                                              depth=STATS_DEPTH)
@@ -227,7 +264,6 @@ class SparsityMonitor(wiring.Component):
             stats.valid.eq(stats_fifo.r_rdy),
             stats_fifo.r_en.eq(stats.ready),
         ]
-        return m
 
 
 def _info(monitor):

@@ -639,48 +639,81 @@ def _label(win, kind, item, text=False):
     return head + (f" {label}" if label else "")
 
 
-def render_image(win, out):
-    """Draw ``win`` into ``out`` (``.png`` or ``.svg``)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    plt.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, small
-    from matplotlib.patches import Patch, Polygon, Rectangle
+#: A picture's bus text (points), a monospace digit's width in it (inches) and a hexagon's
+#: pointed ends (cycles); the labels of a split bus's rows (points).
+_BUS_FONT = 7.0
+_CHAR_IN = _BUS_FONT * 0.62 / 72
+_TIP = 0.12
+_SPLIT_LABEL_FONT = 7.0
+#: Heights of a picture's rows, inches: a signal or bus, a group header, a split bus's row.
+_ROW_H, _GROUP_H, _SPLIT_H = 0.34, 0.30, 0.26
 
-    n = len(win.edges)
-    if n > MAX_PICTURE_CYCLES:
-        raise VcdError(f"a picture shows at most {MAX_PICTURE_CYCLES} cycles, not {n}: narrow "
-                       "--from/--to (or use --streams for the whole run)")
-    font, small = 7.0, 7.0                           # bus text; labels of a split bus's rows
-    char_in = font * 0.62 / 72                       # monospace digit width, inches
-    tip = 0.12                                       # a hexagon's pointed ends, cycles
 
-    def room(cell, cycles):
-        return int((cycles * cell - 2 * tip * cell - 0.02) / char_in)
+def _room(cell, cycles):
+    """Characters of bus text that fit a box of ``cycles`` cycles ``cell`` inches wide."""
+    return int((cycles * cell - 2 * _TIP * cell - 0.02) / _CHAR_IN)
 
-    cell, bus = _bus_layout(win, room, max(0.26, min(0.9, 17.0 / n)), CELL_CAP_IN,
-                            lambda chars: (chars * char_in + 0.025) / (1 - 2 * tip))
-    rows = _rows(win, bus)
-    longest = max(len(_label(win, kind, item)) for kind, item in rows if kind != "group")
-    label_in = max(2.3, longest * 8 * 0.62 / 72 + 0.3)
+
+def _picture_axes(plt, n, cell, label_in, heights):
+    """The figure and its axes for ``n`` cycles of ``cell`` inches and rows of ``heights``
+    inches (one unit a signal's row), with ``label_in`` inches of labels on the left."""
     fig_w = label_in + n * cell + 0.3
-    row_h, group_h, split_h = 0.34, 0.30, 0.26
-    heights = [group_h if kind == "group" else
-               split_h if kind == "bus" and item[3] > 1 else row_h for kind, item in rows]
     fig_h = sum(heights) + 1.25
     fig = plt.figure(figsize=(fig_w, fig_h), dpi=110)
     ax = fig.add_axes([label_in / fig_w, 0.75 / fig_h, (n * cell) / fig_w,
                        sum(heights) / fig_h])
-    total = sum(heights) / row_h
     ax.set_xlim(0, n)
-    ax.set_ylim(total, 0)
+    ax.set_ylim(sum(heights) / _ROW_H, 0)
     ax.set_yticks([])
     for spine in ("left", "right", "top"):
         ax.spines[spine].set_visible(False)
-    y, ticks, labels, tick_sizes = 0.0, [], [], []
-    group_spans = {}
+    return fig, ax
+
+
+def _draw_signal(ax, vals, top, bot, mid):
+    """A one-bit signal's trace: high, low, X (a hatched box) and don't-care (grey)."""
+    from matplotlib.patches import Rectangle
+    xs, ys, prev = [], [], None
+    for k, v in enumerate(vals):
+        level = mid if v is None else (bot if v in (0, DONT_CARE) else top)
+        if v is None:
+            ax.add_patch(Rectangle((k, top), 1, bot - top, facecolor="#ff9896",
+                                   edgecolor="none", hatch="///"))
+        dc = v == DONT_CARE
+        if dc != prev and xs:
+            ax.plot(xs, ys, color="#b0b0b0" if prev else "black", lw=1.1)
+            xs, ys = xs[-1:], ys[-1:]
+        xs += [k, k + 1]
+        ys += [level, level]
+        prev = dc
+    ax.plot(xs, ys, color="#b0b0b0" if prev else "black", lw=1.1)
+
+
+def _draw_bus(ax, win, name, item, cell, top, bot, mid):
+    """A bus row (``item`` of :func:`_rows`): a hexagon a value, its text cut to fit."""
+    from matplotlib.patches import Polygon
+    _, cut_kind, texts = item[2]
+    d = _TIP
+    for a, b, v in _segments(texts, win.beat_starts(name)):
+        if v == DONT_CARE:
+            ax.plot([a, b], [mid, mid], color="#b0b0b0", lw=1.0)
+            continue
+        pts = [(a, mid), (a + d, top), (b - d, top), (b, mid), (b - d, bot), (a + d, bot)]
+        face = "#ff9896" if v is None else "#f4f4f4"
+        ax.add_patch(Polygon(pts, closed=True, facecolor=face, edgecolor="black",
+                             lw=0.9, hatch="///" if v is None else None))
+        text = _cut("x" if v is None else v, _room(cell, b - a), cut_kind, "…")
+        if text:
+            ax.text((a + b) / 2, mid, text, ha="center", va="center",
+                    fontsize=_BUS_FONT, family="monospace")
+
+
+def _draw_rows(ax, win, rows, heights, cell):
+    """Every row of :func:`_rows`, top down. Returns ``(ticks, group_spans)``: each row's
+    ``(middle, label, label size)``, and each stream's rows' span ``[top, bottom]``."""
+    y, ticks, group_spans = 0.0, [], {}
     for (kind, item), h in zip(rows, heights):
-        hh = h / row_h
+        hh = h / _ROW_H
         if kind == "group":
             title = item.base if item else "other signals"
             ax.text(-0.1, y + hh * 0.62, title, ha="right", va="center",
@@ -696,43 +729,21 @@ def render_image(win, out):
             group_spans[s.base][1] = y + hh
         pad = 0.15 * hh
         top, bot, mid = y + pad, y + hh - pad, y + hh / 2
-        ticks.append(mid)
-        labels.append(_label(win, kind, item))
         split = kind == "bus" and item[3] > 1
-        tick_sizes.append(small if split else 8)
+        ticks.append((mid, _label(win, kind, item), _SPLIT_LABEL_FONT if split else 8))
         if kind == "signal":
-            vals = win.shown(name)
-            xs, ys, prev = [], [], None
-            for k, v in enumerate(vals):
-                level = mid if v is None else (bot if v in (0, DONT_CARE) else top)
-                if v is None:
-                    ax.add_patch(Rectangle((k, top), 1, bot - top, facecolor="#ff9896",
-                                           edgecolor="none", hatch="///"))
-                dc = v == DONT_CARE
-                if dc != prev and xs:
-                    ax.plot(xs, ys, color="#b0b0b0" if prev else "black", lw=1.1)
-                    xs, ys = xs[-1:], ys[-1:]
-                xs += [k, k + 1]
-                ys += [level, level]
-                prev = dc
-            ax.plot(xs, ys, color="#b0b0b0" if prev else "black", lw=1.1)
+            _draw_signal(ax, win.shown(name), top, bot, mid)
         else:
-            d = tip
-            _, cut_kind, texts = item[2]
-            for a, b, v in _segments(texts, win.beat_starts(name)):
-                if v == DONT_CARE:
-                    ax.plot([a, b], [mid, mid], color="#b0b0b0", lw=1.0)
-                    continue
-                pts = [(a, mid), (a + d, top), (b - d, top), (b, mid), (b - d, bot), (a + d, bot)]
-                face = "#ff9896" if v is None else "#f4f4f4"
-                ax.add_patch(Polygon(pts, closed=True, facecolor=face, edgecolor="black",
-                                     lw=0.9, hatch="///" if v is None else None))
-                text = _cut("x" if v is None else v, room(cell, b - a), cut_kind, "…")
-                if text:
-                    ax.text((a + b) / 2, mid, text, ha="center", va="center",
-                            fontsize=font, family="monospace")
+            _draw_bus(ax, win, name, item, cell, top, bot, mid)
         y += hh
-    # Handshake shading behind each stream's rows, and a bar at each packet's last transfer.
+    return ticks, group_spans
+
+
+def _shade(ax, win, group_spans, height):
+    """Handshake shading behind each stream's rows, a bar at each packet's last transfer, and
+    a grey band over every reset cycle (``height``: all rows', in signal rows)."""
+    from matplotlib.patches import Rectangle
+    n = len(win.edges)
     for s in win.streams:
         if s.base not in group_spans:
             continue
@@ -745,14 +756,18 @@ def render_image(win, out):
                                        alpha=_ALPHA[st], edgecolor="none", zorder=0))
             if st == "transfer" and s.last and win.values[s.last][k]:
                 ax.plot([k + 1, k + 1], [y0, y1], color="#6a3d9a", lw=2.2, zorder=3)
-    # Reset cycles: grey band over everything.
     for k in range(n):
         if win.in_reset(k):
-            ax.add_patch(Rectangle((k, 0), 1, total, facecolor="#bbbbbb", alpha=0.35,
+            ax.add_patch(Rectangle((k, 0), 1, height, facecolor="#bbbbbb", alpha=0.35,
                                    edgecolor="none", zorder=4))
-    ax.set_yticks(ticks)
-    ax.set_yticklabels(labels, fontsize=8, family="monospace")
-    for tick, size in zip(ax.get_yticklabels(), tick_sizes):
+
+
+def _label_axes(ax, win, ticks):
+    """The rows' labels, a line between cycles, and the cycles' edge numbers and times."""
+    n = len(win.edges)
+    ax.set_yticks([mid for mid, _, _ in ticks])
+    ax.set_yticklabels([label for _, label, _ in ticks], fontsize=8, family="monospace")
+    for tick, (_, _, size) in zip(ax.get_yticklabels(), ticks):
         tick.set_fontsize(size)
     ax.tick_params(axis="y", length=0)
     ax.yaxis.set_visible(True)
@@ -766,17 +781,48 @@ def render_image(win, out):
     ax.set_xlabel("clock cycle (edge number; each box shows the value its right-hand rising "
                   f"edge samples) — {win.ns(0):g} to {win.ns(n - 1):g} ns, "
                   f"period {win.period_ns:g} ns", fontsize=8)
+
+
+def _legend_and_title(fig, win, label_in):
+    """The shading's legend above the rows, and the file and its decoding at the top."""
+    from matplotlib.patches import Patch
+    fig_w, fig_h = fig.get_size_inches()
     legend = [Patch(facecolor=_COLOURS[k], alpha=_ALPHA[k] + 0.2, label=text) for k, text in
               (("transfer", "transfer (valid & ready)"), ("stall", "stall (valid & !ready)"),
                ("starved", "starved (ready & !valid)"))]
     legend.append(Patch(facecolor="white", edgecolor="#999999", label="idle"))
     legend.append(Patch(facecolor="#6a3d9a", label="tlast transfer (end of packet)"))
-    if any(win.in_reset(k) for k in range(n)):
+    if any(win.in_reset(k) for k in range(len(win.edges))):
         legend.append(Patch(facecolor="#bbbbbb", alpha=0.6, label="in reset"))
     fig.legend(handles=legend, loc="upper left", ncol=len(legend), fontsize=8, frameon=False,
                bbox_to_anchor=(label_in / fig_w - 0.1 / fig_w, 1 - 0.02 / fig_h))
     fig.text(0.005, 1 - 0.35 / fig_h, f"{win.path}    {_decoding_note(win)}", fontsize=8,
              color="#555555", va="top")
+
+
+def render_image(win, out):
+    """Draw ``win`` into ``out`` (``.png`` or ``.svg``)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, small
+
+    n = len(win.edges)
+    if n > MAX_PICTURE_CYCLES:
+        raise VcdError(f"a picture shows at most {MAX_PICTURE_CYCLES} cycles, not {n}: narrow "
+                       "--from/--to (or use --streams for the whole run)")
+    cell, bus = _bus_layout(win, _room, max(0.26, min(0.9, 17.0 / n)), CELL_CAP_IN,
+                            lambda chars: (chars * _CHAR_IN + 0.025) / (1 - 2 * _TIP))
+    rows = _rows(win, bus)
+    longest = max(len(_label(win, kind, item)) for kind, item in rows if kind != "group")
+    label_in = max(2.3, longest * 8 * 0.62 / 72 + 0.3)
+    heights = [_GROUP_H if kind == "group" else
+               _SPLIT_H if kind == "bus" and item[3] > 1 else _ROW_H for kind, item in rows]
+    fig, ax = _picture_axes(plt, n, cell, label_in, heights)
+    ticks, group_spans = _draw_rows(ax, win, rows, heights, cell)
+    _shade(ax, win, group_spans, sum(heights) / _ROW_H)
+    _label_axes(ax, win, ticks)
+    _legend_and_title(fig, win, label_in)
     _save_atomically(fig, out)
     plt.close(fig)
 

@@ -150,11 +150,11 @@ def _gemm_cell(g, ideal=None):
     return f"{g['speedup']:.2f}x ({_fmt(g['ideal'] if ideal is None else ideal)}x)"
 
 
-def _estimate_md(est, rel):
-    o = est["options"]
+def _network_intro_md(o):
+    """What the network-level figures assume: the GEMM, the three GEMMs of a conv layer and
+    where their densities come from."""
     t = o["timing"]
-    target = est["target_fraction_of_ideal"]
-    lines = [
+    return [
         "## Network-level speedup: the whole training step (issues 6, 16)", "",
         f"Cycle model of golden/gemm.py via golden/estimate.py (docs/estimate.md states each "
         f"GEMM's mapping). GEMM at the defaults (k={t['k']}, n={t['n']}, lanes={t['lanes']}, "
@@ -172,11 +172,16 @@ def _estimate_md(est, rel):
         "are timed and their mean is scaled to the layer's tile count; resident loads "
         f"({t['k']}x{t['n']} per chunk) are charged to both modes. Ideal = MACs / MACs whose "
         "streamed element is nonzero, MAC-weighted. Pooling, normalisation and FC layers are not "
-        "counted.", "",
+        "counted.", ""]
+
+
+def _network_table_md(networks, target):
+    """One row a network: the whole step against the paper and the ideal, and each GEMM."""
+    lines = [
         "| network | whole step | paper | ideal | of ideal | forward only | dgrad | wgrad | "
         f"target >= {target:.0%} of ideal |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for name, f in est["networks"].items():
+    for name, f in networks.items():
         frac = f["fraction_of_ideal"]
         g = f["total"]["gemms"]
         lines.append(f"| {name} | **{f['total']['speedup']:.2f}x** | {f['paper']}x | "
@@ -184,26 +189,37 @@ def _estimate_md(est, rel):
                      + " | ".join(_gemm_cell(g.get(x), f["gemm_ideal"][x])
                                   for x in ("forward", "dgrad", "wgrad"))
                      + f" | {'met' if frac >= target else 'NOT met'} |")
-    above = [n for n, f in est["networks"].items() if f["paper"] > f["ideal"]]
-    reached = [n for n, f in est["networks"].items() if f["total"]["speedup"] >= f["paper"]]
-    lines += ["", "Per GEMM: speedup (ideal bound). "
-              f"![per-layer speedup]({rel}/results_networks.png)", "",
-              "**Gaps that remain.** Networks whose paper figure is above the whole-step ideal of "
-              "these densities: " + (", ".join(above) or "none") + "; no core that skips the "
-              "zeros of one operand can reach it there. Networks at or above the paper: "
-              + (", ".join(reached) or "none") + ". ResNet-18 puts batch normalisation between "
-              "every conv and its ReLU: its backward makes `dY` dense, so dgrad gains nothing and "
-              "wgrad only the activations' zeros, whatever the paper's simulator assumed. "
-              "AlexNet and VGG-16 gain most in the backward GEMMs of the convs before a max pool "
-              "(dY about a quarter as dense as the activations), where the GEMM's output, not "
-              "its multipliers, sets the pace: `C` is dense, "
-              f"{t['n']}/{t['lanes']} = {t['n'] // t['lanes']} beats per row and resident chunk, "
-              f"so a row runs at most {t['k']}/{t['n'] // t['lanes']} = "
-              f"{t['k'] / (t['n'] // t['lanes']):g}x faster than dense however few nonzeros it "
-              "has; that, the partial last pass of each row and the per-tile pipeline fill are "
-              "the gap to the ideal. The densities themselves are band midpoints, not measured "
-              "per layer as in the paper.", ""]
-    for name, f in est["networks"].items():
+    return lines
+
+
+def _network_gaps_md(networks, t, rel):
+    """Why the networks stay below the paper or their ideal."""
+    above = [n for n, f in networks.items() if f["paper"] > f["ideal"]]
+    reached = [n for n, f in networks.items() if f["total"]["speedup"] >= f["paper"]]
+    beats = t["n"] // t["lanes"]
+    return ["", "Per GEMM: speedup (ideal bound). "
+            f"![per-layer speedup]({rel}/results_networks.png)", "",
+            "**Gaps that remain.** Networks whose paper figure is above the whole-step ideal of "
+            "these densities: " + (", ".join(above) or "none") + "; no core that skips the "
+            "zeros of one operand can reach it there. Networks at or above the paper: "
+            + (", ".join(reached) or "none") + ". ResNet-18 puts batch normalisation between "
+            "every conv and its ReLU: its backward makes `dY` dense, so dgrad gains nothing and "
+            "wgrad only the activations' zeros, whatever the paper's simulator assumed. "
+            "AlexNet and VGG-16 gain most in the backward GEMMs of the convs before a max pool "
+            "(dY about a quarter as dense as the activations), where the GEMM's output, not "
+            "its multipliers, sets the pace: `C` is dense, "
+            f"{t['n']}/{t['lanes']} = {beats} beats per row and resident chunk, "
+            f"so a row runs at most {t['k']}/{beats} = "
+            f"{t['k'] / beats:g}x faster than dense however few nonzeros it "
+            "has; that, the partial last pass of each row and the per-tile pipeline fill are "
+            "the gap to the ideal. The densities themselves are band midpoints, not measured "
+            "per layer as in the paper.", ""]
+
+
+def _network_layers_md(networks):
+    """A collapsed per-layer table of each network, with the ``dY`` density's assumption."""
+    lines = []
+    for name, f in networks.items():
         structure = {s["name"]: s for s in f["structure"]}
         lines += [f"<details><summary>{name}: per layer</summary>", "",
                   "| layer | M x K x N | after | A density | dY density (assumption) | forward | "
@@ -219,54 +235,70 @@ def _estimate_md(est, rel):
                          f"{_gemm_cell(w)} {w['operand']} | "
                          f"{la['speedup']:.2f}x ({_fmt(la['ideal'])}x) |")
         lines += ["", "</details>", ""]
-    lines += [
+    return lines
+
+
+def _profiling_md(est, lanes):
+    """The monitor's profiling cost against software's, per network and trace."""
+    lines = [
         "## Profiling overhead", "",
         "Per tile of the forward activations (rows x one inner chunk): *software* reads the tile "
-        f"back through the same {t['lanes']}-lane port (one beat per cycle) and reduces it "
-        f"(adder tree over the lanes + threshold compare, {math.ceil(math.log2(t['lanes'])) + 1} "
+        f"back through the same {lanes}-lane port (one beat per cycle) and reduces it "
+        f"(adder tree over the lanes + threshold compare, {math.ceil(math.log2(lanes)) + 1} "
         "cycles); the *monitor* measures on the write path at full rate and costs its one stats "
         "beat per tile (the core consumes it into the density table; the host reads nothing). "
         "If a host read the table over AXI4-Lite instead, two reads of 4 cycles per tile.", "",
         "| network | reduction, total (stats beat) | worst layer (stats beat) | worst layer "
         "(AXI4-Lite reads) | paper |", "|---|---:|---:|---:|---:|"]
-    for fname, f in [*est["networks"].items(), *est["traces"].items()]:
+    figures = [*est["networks"].items(), *est["traces"].items()]
+    paper = est["paper_profiling_reduction"]
+    for fname, f in figures:
         p = f["total"]["profiling"]
         lines.append(f"| {fname} | {p['reduction_stats']:.0f}x | "
                      f"{p['min_layer_reduction_stats']:.0f}x | "
-                     f"{p['min_layer_reduction_registers']:.1f}x | "
-                     f"{est['paper_profiling_reduction']}x |")
-    paper = est["paper_profiling_reduction"]
+                     f"{p['min_layer_reduction_registers']:.1f}x | {paper}x |")
     below = {}
     for key in ("reduction_stats", "reduction_registers"):
         below[key] = [f"{fname}/{la['name']} ({la['profiling'][key]:.1f}x)"
-                      for fname, f in [*est["networks"].items(), *est["traces"].items()]
-                      for la in f["layers"] if la["profiling"][key] < paper]
+                      for fname, f in figures for la in f["layers"] if la["profiling"][key] < paper]
     lines += ["", "Layers below the paper's {}x: with the stats beat: {}; with AXI4-Lite reads: "
               "{} (the overhead is per tile, so layers with small tiles - few columns or few "
               "rows - gain least).".format(paper, ", ".join(below["reduction_stats"]) or "none",
                                            ", ".join(below["reduction_registers"]) or "none"),
-              "",
-              "## Real activations and errors (data/traces)", "",
-              "`spartan estimate FILE.npz` on each committed trace (same options): the digits "
-              "CNN's probe batch, its im2col inputs `A` and the output errors `dY` measured at the "
-              "same point of training (data/traces/README.md). Per GEMM: speedup (ideal).", "",
-              "| trace | layer | M x K x N | A density | dY density | forward | dgrad | "
-              "wgrad (streamed) | step (ideal) |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for fname, f in est["traces"].items():
-        for la in f["layers"]:
-            g = la["gemms"]
-            dy = "-" if la["dy_density"] is None else f"{la['dy_density']:.3f}"
-            lines.append(f"| {fname} | {la['name']} | {'x'.join(map(str, la['shape']))} | "
-                         f"{la['density']:.3f} | {dy} | {_gemm_cell(g['forward'])} | "
-                         f"{_gemm_cell(g.get('dgrad'))} | {_gemm_cell(g['wgrad'])} "
-                         f"{g['wgrad']['operand']} | {la['speedup']:.2f}x ({_fmt(la['ideal'])}x) |")
-        tg = f["total"]["gemms"]
-        dy = f"{tg['dgrad']['density']:.3f}" if "dgrad" in tg else "-"
-        lines.append(f"| {fname} | **total** | | {tg['forward']['density']:.3f} | {dy} | "
-                     f"{_gemm_cell(tg['forward'])} | {_gemm_cell(tg.get('dgrad'))} | "
-                     f"{_gemm_cell(tg['wgrad'])} | **{f['total']['speedup']:.2f}x** "
-                     f"({_fmt(f['total']['ideal'])}x) |")
+              ""]
+    return lines
+
+
+def _trace_rows_md(fname, f):
+    """A trace's table rows: each layer's GEMMs, then its total."""
+    lines = []
+    for la in f["layers"]:
+        g = la["gemms"]
+        dy = "-" if la["dy_density"] is None else f"{la['dy_density']:.3f}"
+        lines.append(f"| {fname} | {la['name']} | {'x'.join(map(str, la['shape']))} | "
+                     f"{la['density']:.3f} | {dy} | {_gemm_cell(g['forward'])} | "
+                     f"{_gemm_cell(g.get('dgrad'))} | {_gemm_cell(g['wgrad'])} "
+                     f"{g['wgrad']['operand']} | {la['speedup']:.2f}x ({_fmt(la['ideal'])}x) |")
+    tg = f["total"]["gemms"]
+    dy = f"{tg['dgrad']['density']:.3f}" if "dgrad" in tg else "-"
+    lines.append(f"| {fname} | **total** | | {tg['forward']['density']:.3f} | {dy} | "
+                 f"{_gemm_cell(tg['forward'])} | {_gemm_cell(tg.get('dgrad'))} | "
+                 f"{_gemm_cell(tg['wgrad'])} | **{f['total']['speedup']:.2f}x** "
+                 f"({_fmt(f['total']['ideal'])}x) |")
+    return lines
+
+
+def _traces_md(traces, t, rel):
+    """The committed real traces (data/traces) through the same model."""
+    lines = ["## Real activations and errors (data/traces)", "",
+             "`spartan estimate FILE.npz` on each committed trace (same options): the digits "
+             "CNN's probe batch, its im2col inputs `A` and the output errors `dY` measured at the "
+             "same point of training (data/traces/README.md). Per GEMM: speedup (ideal).", "",
+             "| trace | layer | M x K x N | A density | dY density | forward | dgrad | "
+             "wgrad (streamed) | step (ideal) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for fname, f in traces.items():
+        lines += _trace_rows_md(fname, f)
     lines += ["", f"![real-trace speedup]({rel}/results_traces.png)", "",
               "conv2's output error is at most a quarter as dense as its input (the 2x2 max pool "
               "routes one position in four), conv3's is its ReLU output's density; conv1's is "
@@ -274,72 +306,108 @@ def _estimate_md(est, rel):
               f"(K=9, N=8) and every dgrad whose rows are short are bound by the output "
               f"({t['n'] // t['lanes']} `C` beats per row and resident chunk), not by the "
               "multipliers, so they stay far below their ideal.", ""]
-    two = [(fname, name, d) for fname, f in est["traces"].items()
+    return lines
+
+
+def _two_sided_md(traces, t):
+    """The hypothetical two-sided wgrad datapath on the traces; nothing if none measured it."""
+    two = [(fname, name, d) for fname, f in traces.items()
            for name, d in f.get("two_sided", {}).items()]
-    if two:
-        lines += ["## Two-sided skipping in the weight gradient (hypothetical)", "",
-                  "The core skips a MAC when its streamed element is zero. A two-sided datapath "
-                  "(docs/estimate.md) would also drop a streamed element whose resident row in "
-                  "the current resident chunk is all zero; its cycles come from the same cycle "
-                  "model on the ANDed masks. The MAC-level bound counts only MACs with both "
-                  "operands nonzero (an element-wise intersection, a different datapath).", "",
-                  "| trace | layer | wgrad dense | one-sided (the core) | two-sided, row skip | "
-                  "gain | MAC bound gain |", "|---|---|---:|---:|---:|---:|---:|"]
-        for fname, name, d in two:
-            lines.append(f"| {fname} | {name} | {d['dense_cycles']:.0f} | "
-                         f"{d['one_sided_cycles']:.0f} | {d['two_sided_cycles']:.0f} | "
-                         f"{d['gain']:.3f}x | {d['mac_bound_gain']:.2f}x |")
-        gains = [d["gain"] for *_, d in two]
-        bounds = [d["mac_bound_gain"] for *_, d in two]
-        lines += ["", f"Skipping whole zero resident rows gains {min(gains):.3f}x to "
-                  f"{max(gains):.3f}x in cycles: a resident row is {t['n']} elements wide and "
-                  "rarely all zero, and the short rows of these layers are bound by the output "
-                  f"anyway. Skipping every MAC with a zero operand would cut the MACs by "
-                  f"{min(bounds):.2f}x to {max(bounds):.2f}x, which only a datapath that "
-                  "intersects the two operands' masks element by element (and an output that "
-                  "keeps up) could turn into cycles.", ""]
-    if est.get("last_pass"):
-        lines += ["## Deciding from the last pass", "",
-                  "The core decides each tile (dense or sparse) and, for wgrad, each slice's "
-                  "streamed operand from the densities the monitor measured in the previous "
-                  "pass. Here the previous pass is the previous *saved epoch* of the same probe "
-                  "batch (several hundred steps earlier, so a pessimistic stand-in for one step); "
-                  "the oracle decides from the tile's own density.", "",
-                  "| previous -> current | decisions | differ | cycles vs oracle | by GEMM |",
-                  "|---|---:|---:|---:|---|"]
-        for lp in est["last_pass"]:
-            per = {}
-            for r in lp["rows"]:
-                d = per.setdefault(r["gemm"], [0, 0, 0, 0])
-                d[0] += r["decisions"]
-                d[1] += r["differ"]
-                d[2] += r["oracle_cycles"]
-                d[3] += r["last_pass_cycles"]
-            cells = ", ".join(f"{g} {d[1]}/{d[0]} {d[3] / d[2] - 1:+.2%}" for g, d in per.items())
-            lines.append(f"| {lp['previous']} -> {lp['current']} | {lp['decisions']} | "
-                         f"{lp['differ']} | {lp['last_pass_cycles'] / lp['oracle_cycles'] - 1:+.3%}"
-                         f" | {cells} |")
-        tile_flips = sum(r["differ"] for lp in est["last_pass"] for r in lp["rows"]
-                         if r["gemm"] != "wgrad")
-        lines += ["", f"At THRESHOLD={o['threshold']:#x} a tile runs dense only above "
-                  f"{o['threshold'] / 256:.2%} density; forward and dgrad decisions that differ "
-                  f"from the oracle: {tile_flips}. wgrad's count includes its choice of streamed "
-                  "operand per slice, which flips where a slice's two densities are close (and "
-                  "then costs little, since either choice is about as good).", ""]
-    r = est["rtl"]
+    if not two:
+        return []
+    lines = ["## Two-sided skipping in the weight gradient (hypothetical)", "",
+             "The core skips a MAC when its streamed element is zero. A two-sided datapath "
+             "(docs/estimate.md) would also drop a streamed element whose resident row in "
+             "the current resident chunk is all zero; its cycles come from the same cycle "
+             "model on the ANDed masks. The MAC-level bound counts only MACs with both "
+             "operands nonzero (an element-wise intersection, a different datapath).", "",
+             "| trace | layer | wgrad dense | one-sided (the core) | two-sided, row skip | "
+             "gain | MAC bound gain |", "|---|---|---:|---:|---:|---:|---:|"]
+    for fname, name, d in two:
+        lines.append(f"| {fname} | {name} | {d['dense_cycles']:.0f} | "
+                     f"{d['one_sided_cycles']:.0f} | {d['two_sided_cycles']:.0f} | "
+                     f"{d['gain']:.3f}x | {d['mac_bound_gain']:.2f}x |")
+    gains = [d["gain"] for *_, d in two]
+    bounds = [d["mac_bound_gain"] for *_, d in two]
+    lines += ["", f"Skipping whole zero resident rows gains {min(gains):.3f}x to "
+              f"{max(gains):.3f}x in cycles: a resident row is {t['n']} elements wide and "
+              "rarely all zero, and the short rows of these layers are bound by the output "
+              f"anyway. Skipping every MAC with a zero operand would cut the MACs by "
+              f"{min(bounds):.2f}x to {max(bounds):.2f}x, which only a datapath that "
+              "intersects the two operands' masks element by element (and an output that "
+              "keeps up) could turn into cycles.", ""]
+    return lines
+
+
+def _last_pass_row_md(lp):
+    """One pair of saved epochs: decisions, how many differ from the oracle's, the cycles."""
+    per = {}
+    for r in lp["rows"]:
+        d = per.setdefault(r["gemm"], [0, 0, 0, 0])
+        d[0] += r["decisions"]
+        d[1] += r["differ"]
+        d[2] += r["oracle_cycles"]
+        d[3] += r["last_pass_cycles"]
+    cells = ", ".join(f"{g} {d[1]}/{d[0]} {d[3] / d[2] - 1:+.2%}" for g, d in per.items())
+    return (f"| {lp['previous']} -> {lp['current']} | {lp['decisions']} | "
+            f"{lp['differ']} | {lp['last_pass_cycles'] / lp['oracle_cycles'] - 1:+.3%}"
+            f" | {cells} |")
+
+
+def _last_pass_md(last_pass, threshold):
+    """Deciding each tile from the previous pass's densities against the oracle; nothing if
+    not measured."""
+    if not last_pass:
+        return []
+    lines = ["## Deciding from the last pass", "",
+             "The core decides each tile (dense or sparse) and, for wgrad, each slice's "
+             "streamed operand from the densities the monitor measured in the previous "
+             "pass. Here the previous pass is the previous *saved epoch* of the same probe "
+             "batch (several hundred steps earlier, so a pessimistic stand-in for one step); "
+             "the oracle decides from the tile's own density.", "",
+             "| previous -> current | decisions | differ | cycles vs oracle | by GEMM |",
+             "|---|---:|---:|---:|---|"]
+    lines += [_last_pass_row_md(lp) for lp in last_pass]
+    tile_flips = sum(r["differ"] for lp in last_pass for r in lp["rows"]
+                     if r["gemm"] != "wgrad")
+    lines += ["", f"At THRESHOLD={threshold:#x} a tile runs dense only above "
+              f"{threshold / 256:.2%} density; forward and dgrad decisions that differ "
+              f"from the oracle: {tile_flips}. wgrad's count includes its choice of streamed "
+              "operand per slice, which flips where a slice's two densities are close (and "
+              "then costs little, since either choice is about as good).", ""]
+    return lines
+
+
+def _rtl_md(r):
+    """The cycle model against the GEMM's RTL on real-trace tiles."""
     kinds = {}
     for rec in r["records"]:
         kinds[rec.get("gemm", "?")] = kinds.get(rec.get("gemm", "?"), 0) + 1
-    lines += ["## Cycle model against the RTL", "",
-              f"{len(r['records'])} tiles (<= {r['rows']} rows; streamed operands: "
-              + ", ".join(f"{k} {v}" for k, v in kinds.items())
-              + "; every layer, partial inner chunks included) cut from the real traces, "
-              "quantised to int8 with the zero pattern kept, each in its sparse (ZVC) and dense "
-              "form, through the GEMM in Verilator (verif/tb/tb_estimate.py): "
-              f"**{r['exact']} of {len(r['records'])} exact, max error {r['max_error']:.2%}** "
-              f"(RTL {r['rtl_cycles']} cycles, model {r['model_cycles']}); every C element "
-              "equals the golden GEMM, also under random idle cycles and back-pressure.", ""]
-    return lines
+    return ["## Cycle model against the RTL", "",
+            f"{len(r['records'])} tiles (<= {r['rows']} rows; streamed operands: "
+            + ", ".join(f"{k} {v}" for k, v in kinds.items())
+            + "; every layer, partial inner chunks included) cut from the real traces, "
+            "quantised to int8 with the zero pattern kept, each in its sparse (ZVC) and dense "
+            "form, through the GEMM in Verilator (verif/tb/tb_estimate.py): "
+            f"**{r['exact']} of {len(r['records'])} exact, max error {r['max_error']:.2%}** "
+            f"(RTL {r['rtl_cycles']} cycles, model {r['model_cycles']}); every C element "
+            "equals the golden GEMM, also under random idle cycles and back-pressure.", ""]
+
+
+def _estimate_md(est, rel):
+    """The sections of ``spartan estimate``'s figures (the ``estimate`` benchmark)."""
+    o = est["options"]
+    t = o["timing"]
+    networks = est["networks"]
+    return [*_network_intro_md(o),
+            *_network_table_md(networks, est["target_fraction_of_ideal"]),
+            *_network_gaps_md(networks, t, rel),
+            *_network_layers_md(networks),
+            *_profiling_md(est, t["lanes"]),
+            *_traces_md(est["traces"], t, rel),
+            *_two_sided_md(est["traces"], t),
+            *_last_pass_md(est.get("last_pass"), o["threshold"]),
+            *_rtl_md(est["rtl"])]
 
 
 def _text_block(title, text):

@@ -2,10 +2,12 @@
 bench and a scoreboard. Every helper takes a seeded ``random.Random`` so a failing run is
 reproduced by its seed.
 
-Timing discipline (the same in Verilator and Icarus): everything the testbench drives changes
-just after a falling clock edge; after ``ReadOnly`` the DUT's combinational outputs have settled
-to the values the next rising edge samples, so a transfer is recorded exactly when the DUT sees
-one. No value is ever read right after a rising edge, where the two simulators differ.
+Timing discipline (the same in Verilator and Icarus): the stream drivers are cocotbext-axi's
+``AxiStreamSource`` and ``AxiStreamSink`` (with :func:`pauses` generators), which sample and drive
+at the rising edge as in every cocotbext-axi bench; everything this module adds drives just after
+a falling clock edge and reads after ``ReadOnly``, when the DUT's combinational outputs have
+settled to the values the next rising edge samples, so a transfer is recorded exactly when the
+DUT sees one.
 
 Padding (docs/interfaces.md#lane-packing-and-tdata-width): a ``tdata`` port is whole bytes, the
 payload its low ``beat_bits``. A source given ``bits`` drives random pad bits above the payload
@@ -17,6 +19,7 @@ while ``tvalid`` is high. :class:`Bench` takes ``bits`` from the manifest.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 from collections import deque
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+from cocotb_bus.bus import Bus
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from spartan_rtl.handshake import counters, cycle_state
 
@@ -66,17 +71,39 @@ def read_int(handle):
         raise AssertionError(f"{handle._name} is {value} (X or Z)") from None
 
 
-class AxisSource:
-    """Drives ``<name>_tdata/_tvalid/_tlast/_tuser`` from a queue of :class:`Beat`.
+class _BeatBus(Bus):
+    """Port ``<name>_*`` as cocotbext-axi's source sees it, the port's ``tlast`` standing in
+    for ``tid``. cocotbext-axi sets ``tlast`` only on a frame's last beat, but drives ``tid``
+    beat by beat in step with ``tdata``; our stimulus sets ``tlast`` per beat (a malformed
+    stream has one anywhere, or none at its end), so every :class:`Beat` is a one-beat frame
+    whose ``tid`` is the beat's ``last``."""
 
-    Before each beat it idles (``tvalid`` low) with probability ``idle``; while idle it drives
-    random garbage on ``tdata`` so a DUT that reads data without ``tvalid`` shows up. Once
-    ``tvalid`` is high it holds the beat until ``tready``. ``bits``: the payload width (default
-    all of ``tdata``); the pad bits above it are random, one draw per beat.
+    _signals = ["tdata"]
+    _optional_signals = ["tvalid", "tready", "tid", "tuser"]   # what cocotbext-axi looks for
+
+    def __init__(self, dut, name):
+        super().__init__(dut, name, self._signals, optional_signals={
+            "tvalid": "tvalid", "tready": "tready", "tid": "tlast", "tuser": "tuser"})
+
+
+def _quiet(dut, name):
+    """cocotbext-axi logs its banner at construction and a line per frame, here per beat:
+    warnings only, on the logger it will take (``cocotb.<top>.<port>``)."""
+    logging.getLogger(f"cocotb.{dut._name}.{name}").setLevel(logging.WARNING)
+
+
+class AxisSource:
+    """Drives ``<name>_tdata/_tvalid/_tlast/_tuser`` from a queue of :class:`Beat`, through
+    cocotbext-axi's ``AxiStreamSource`` with a :func:`pauses` generator: each cycle idle with
+    probability ``idle``; a beat once valid is held until ``tready``. What the library lacks,
+    on top: random pad bits above the ``bits``-bit payload (one draw per beat; default none),
+    random garbage on ``tdata``/``tlast``/``tuser`` in idle cycles (a DUT that reads data
+    without ``tvalid`` shows up), and each transfer recorded with its cycle (``sent``,
+    ``sent_cycles``, counted by ``cycle()``) and checked against the beat that was due.
     """
 
     def __init__(self, dut, name, clk, rng, *, idle=0.3, cycle=lambda: 0, bits=None):
-        self.name, self.clk, self.rng, self.idle = name, clk, rng, idle
+        self.dut, self.name, self.clk, self.rng, self.idle = dut, name, clk, rng, idle
         self._cycle = cycle
         self.tdata = getattr(dut, f"{name}_tdata")
         self.tvalid = getattr(dut, f"{name}_tvalid")
@@ -87,31 +114,48 @@ class AxisSource:
         self.bits = self._bits if bits is None else bits
         if not 0 < self.bits <= self._bits:
             raise ValueError(f"bits of {name} must be from 1 to {self._bits}, not {self.bits}")
-        self.queue = deque()
         self.sent = []
         self.sent_cycles = []  # the cycle of each transfer, as counted by ``cycle()``
-        self._task = None
+        self._due = deque()    # (beat, tdata word) handed to the driver, not yet transferred
+        self._driver = self._task = None
 
     def send(self, beats):
-        self.queue.extend(beats)
+        for beat in beats:
+            word = self._with_pad(beat)
+            self._due.append((beat, word))
+            if self._driver is not None:
+                self._driver.send_nowait(AxiStreamFrame([word], tid=[beat.last],
+                                                        tuser=[beat.user]))
 
     def start(self):
-        self._task = cocotb.start_soon(self._run())
+        _quiet(self.dut, self.name)
+        self._driver = AxiStreamSource(_BeatBus(self.dut, self.name), self.clk, byte_lanes=1)
+        self._driver.set_pause_generator(pauses(self.rng, self.idle))
+        due, self._due = self._due, deque()
+        self.send(beat for beat, _ in due)
+        self._task = cocotb.start_soon(self._watch())
         return self
+
+    def clear(self):
+        """Drop the beats not yet on the port; the one on it (if any) still transfers."""
+        on_port = len(self._due) - self._driver.count()
+        self._driver.clear()
+        while len(self._due) > on_port:
+            self._due.pop()
 
     def stop(self):
         """Stop driving (the beat in flight, if any, is dropped with the queue)."""
+        if self._driver is not None:
+            self._driver.clear_pause_generator()
+            self._driver._handle_reset(True)   # the library's own stop: ends its coroutine
         if self._task is not None:
             self._task.cancel()
-        self._task, self._current, self._word = None, None, None
-        self.queue.clear()
+        self._driver = self._task = None
+        self._due.clear()
 
     @property
     def idle_now(self):
-        return not self.queue and self._current is None
-
-    _current = None
-    _word = None   # the ``tdata`` of ``_current``: its data and the beat's pad bits
+        return not self._due
 
     def _with_pad(self, beat):
         if beat.data >> self.bits:
@@ -121,45 +165,41 @@ class AxisSource:
             return beat.data
         return beat.data | self.rng.getrandbits(self._bits - self.bits) << self.bits
 
-    def _drive(self, beat):
-        if beat is None:
-            self.tvalid.value = 0
-            self.tdata.value = self.rng.getrandbits(self._bits)
-            if self.tlast is not None:
-                self.tlast.value = self.rng.getrandbits(1)
-            if self.tuser is not None:
-                self.tuser.value = self.rng.getrandbits(len(self.tuser))
-            return
-        self.tvalid.value = 1
-        self.tdata.value = self._word
+    def _garbage(self):
+        self.tdata.value = self.rng.getrandbits(self._bits)
         if self.tlast is not None:
-            self.tlast.value = beat.last
+            self.tlast.value = self.rng.getrandbits(1)
         if self.tuser is not None:
-            self.tuser.value = beat.user
+            self.tuser.value = self.rng.getrandbits(len(self.tuser))
 
-    async def _run(self):
+    async def _watch(self):
         while True:
             await FallingEdge(self.clk)
-            if self._current is None and self.queue and self.rng.random() >= self.idle:
-                self._current = self.queue.popleft()
-                self._word = self._with_pad(self._current)
-            self._drive(self._current)
+            if not read_int(self.tvalid):
+                self._garbage()
             await ReadOnly()
-            if self._current is not None and self.tready.value == 1:
-                self.sent.append(self._current)
+            if read_int(self.tvalid) and read_int(self.tready):
+                beat, word = self._due.popleft()
+                driven = read_int(self.tdata)
+                assert driven == word, \
+                    f"{self.name}: the driver put {driven:#x} on the port, not {word:#x}"
+                self.sent.append(beat)
                 self.sent_cycles.append(self._cycle())
-                self._current, self._word = None, None
 
 
 class AxisSink:
-    """Drives ``<name>_tready`` (low with probability ``backpressure`` each cycle), collects
-    transferred beats, and checks the AXI4-Stream rule on the DUT's output: once ``tvalid`` is
-    high, it stays high with ``tdata``/``tlast``/``tuser`` unchanged until the transfer.
-    ``bits``: the payload width; every ``tdata`` bit above it must be 0 whenever ``tvalid`` is
-    high (default: no pad)."""
+    """Drives ``<name>_tready`` through cocotbext-axi's ``AxiStreamSink`` with a :func:`pauses`
+    generator (not ready with probability ``backpressure`` each cycle; never while ``hold``),
+    and on top of it, what the library lacks: each transfer recorded as a :class:`Beat` with
+    its cycle (``beats``, ``beat_cycles``), the cycles counted by handshake state (``cycles``),
+    and the AXI4-Stream rule checked on the DUT's output: once ``tvalid`` is high, it stays
+    high with ``tdata``/``tlast``/``tuser`` unchanged until the transfer. ``bits``: the payload
+    width; every ``tdata`` bit above it must be 0 whenever ``tvalid`` is high (default: no
+    pad)."""
 
     def __init__(self, dut, name, clk, rng, *, backpressure=0.3, cycle=lambda: 0, bits=None):
-        self.name, self.clk, self.rng, self.backpressure = name, clk, rng, backpressure
+        self.dut, self.name, self.clk, self.rng = dut, name, clk, rng
+        self.backpressure = backpressure
         self._cycle = cycle
         self.tdata = getattr(dut, f"{name}_tdata")
         self.tvalid = getattr(dut, f"{name}_tvalid")
@@ -171,16 +211,27 @@ class AxisSink:
         self.beat_cycles = []  # the cycle of each transfer, as counted by ``cycle()``
         self.cycles = counters()
         self.hold = False  # True: tready low regardless of ``backpressure``
-        self._task = None
+        self._driver = self._task = None
 
     def start(self):
-        self._task = cocotb.start_soon(self._run())
+        _quiet(self.dut, self.name)
+        self._driver = AxiStreamSink(AxiStreamBus.from_prefix(self.dut, self.name), self.clk,
+                                     byte_lanes=1)
+        self._driver.set_pause_generator(self._pauses())
+        self._task = cocotb.start_soon(self._watch())
         return self
 
     def stop(self):
+        if self._driver is not None:
+            self._driver.clear_pause_generator()
+            self._driver._handle_reset(True)
         if self._task is not None:
             self._task.cancel()
-        self._task = None
+        self._driver = self._task = None
+
+    def _pauses(self):
+        for paused in pauses(self.rng, self.backpressure):
+            yield self.hold or paused
 
     def _sample(self):
         data = read_int(self.tdata)
@@ -191,14 +242,12 @@ class AxisSink:
                     read_int(self.tlast) if self.tlast is not None else 0,
                     read_int(self.tuser) if self.tuser is not None else 0)
 
-    async def _run(self):
+    async def _watch(self):
         pending = None
         while True:
             await FallingEdge(self.clk)
-            ready = not self.hold and self.rng.random() >= self.backpressure
-            self.tready.value = int(ready)
             await ReadOnly()
-            valid = read_int(self.tvalid)
+            valid, ready = read_int(self.tvalid), read_int(self.tready)
             if pending is not None:
                 assert valid, f"{self.name}: tvalid dropped before the transfer of {pending}"
                 now = self._sample()

@@ -225,14 +225,10 @@ class EngineTB:
         cocotb.start_soon(self._watch_ports())
 
     # --- the ports ----------------------------------------------------------------------------
-    async def _watch_ports(self):
-        """Every cycle, at the values the next rising edge samples: the AXI4 rules on the
-        master's AR, AW and W and the slave's B and R (payload held while valid waits), every
-        burst's shape, reads inside the operands and writes inside the result region, the
-        traffic counts, and ``irq`` never high with ``IRQ_EN`` 0."""
-        dut, p, word = self.dut, self.p, self.word
-        size = (word - 1).bit_length()
-        held = {}
+    def _held_channels(self):
+        """The channels whose payload must hold while ``valid`` waits: the master's AR, AW and
+        W and the slave's B and R, as ``(name, valid's name, valid, ready, payload handles)``."""
+        dut = self.dut
         channels = []
         for name, prefix, valid, ready, payload in (
                 ("ar", "m_axi_", "arvalid", "arready", ("araddr", "arlen", "arsize", "arburst")),
@@ -243,13 +239,116 @@ class EngineTB:
             channels.append((name, prefix + valid, getattr(dut, prefix + valid),
                              getattr(dut, prefix + ready),
                              tuple(getattr(dut, prefix + s) for s in payload)))
+        return channels
+
+    def _transfers(self, channels, held):
+        """This cycle's transfers: ``{channel: its payload, or None}``. A payload waiting for
+        ``ready`` is kept in ``held``: it must not change, nor ``valid`` drop, before it goes."""
+        fire = {}
+        for name, valid_name, valid, ready, payload in channels:
+            v = read_int(valid)
+            if not v:
+                assert name not in held, \
+                    f"cycle {self.cycle}: {valid_name} dropped before its transfer"
+                fire[name] = None
+                continue
+            values = tuple(read_int(h) for h in payload)
+            if name in held:
+                was = held.pop(name)
+                assert values == was, \
+                    (f"cycle {self.cycle}: {name} payload changed while waiting: "
+                     f"{was} -> {values}")
+            if read_int(ready):
+                fire[name] = values
+            else:
+                held[name] = values
+                fire[name] = None
+        return fire
+
+    def _burst_taken(self, kind, addr, length, bsize, burst):
+        """An AR or AW burst taken: its shape (INCR, whole words, at most ``max_burst`` beats,
+        aligned, inside a 4 KiB page) and region (reads inside the operands, writes inside the
+        result), counted. Returns its beats."""
+        p, word = self.p, self.word
+        t = self.traffic
+        beats = length + 1
+        what = f"cycle {self.cycle}: {kind.upper()} burst at {addr:#010x}, {beats} beats"
+        assert burst == 1, f"{what}: burst type {burst}, expected INCR (1)"
+        size = (word - 1).bit_length()
+        assert bsize == size, f"{what}: size {bsize}, expected {size} (whole words)"
+        assert beats <= p["max_burst"], f"{what}: more than max_burst {p['max_burst']}"
+        assert addr % word == 0, f"{what}: not aligned to {word}-byte words"
+        assert addr % 4096 + beats * word <= 4096, f"{what}: crosses a 4 KiB boundary"
+        end = addr + beats * word
+        inside = [n for n, (s, e) in (self.regions or {}).items()
+                  if s <= addr and end <= e and (n == "C") == (kind == "aw")]
+        assert self.regions is None or inside, \
+            (f"{what}: outside the layer's "
+             f"{'result region' if kind == 'aw' else 'operand regions'} "
+             f"{ {n: (hex(s), hex(e)) for n, (s, e) in (self.regions or {}).items()} }")
+        t[kind] += 1
+        t[f"{kind}_beats"] += beats
+        t["last"][kind] = self.cycle
+        if kind == "ar":
+            self.ram.ar_cycles.append(self.cycle)
+            if t["first_ar"] is None:
+                t["first_ar"] = self.cycle
+            self._ar_queue.append([inside[0] if inside else "?", beats])
+        return beats
+
+    def _match_wlast(self, w_left, w_lasts):
+        """``wlast`` exactly on each write burst's last beat: ``w_left``, the beats of each
+        burst whose AW was taken, and ``w_lasts``, the ``wlast`` of each W beat not yet
+        matched, lose the bursts seen whole. W may lead or follow its AW."""
+        while w_left and w_lasts:
+            length = w_left[0]
+            seen = w_lasts[:length]
+            expect = [0] * (length - 1) + [1]
+            assert seen == expect[:len(seen)], \
+                (f"cycle {self.cycle}: wlast {seen} on the beats of a {length}-beat burst, "
+                 f"expected {expect[:len(seen)]}")
+            if len(seen) < length:
+                break
+            del w_lasts[:length]
+            w_left.pop(0)
+
+    def _read_beat(self, resp):
+        """An R beat taken: counted, against its burst's region."""
+        t = self.traffic
+        t["r"] += 1
+        t["last"]["r"] = self.cycle
+        if resp:
+            t["responses"].append(("read", resp))
+        if self._ar_queue:
+            head = self._ar_queue[0]
+            key = f"r_{head[0]}"
+            t[key] = t.get(key, 0) + 1
+            head[1] -= 1
+            if head[1] == 0:
+                self._ar_queue.pop(0)
+
+    def _write_response(self, resp):
+        """A B response taken: counted."""
+        t = self.traffic
+        t["b"] += 1
+        t["last_b"] = t["last"]["b"] = self.cycle
+        if resp:
+            t["responses"].append(("write", resp))
+
+    async def _watch_ports(self):
+        """Every cycle, at the values the next rising edge samples: the AXI4 rules on the
+        master's AR, AW and W and the slave's B and R (payload held while valid waits), every
+        burst's shape, reads inside the operands and writes inside the result region, the
+        traffic counts, and ``irq`` never high with ``IRQ_EN`` 0."""
+        dut = self.dut
+        held = {}
+        channels = self._held_channels()
         rst, irq_h = dut.rst, dut.irq
         rvalid, rready, rresp = dut.m_axi_rvalid, dut.m_axi_rready, dut.m_axi_rresp
         bvalid, bready, bresp = dut.m_axi_bvalid, dut.m_axi_bready, dut.m_axi_bresp
         falling, readonly = FallingEdge(dut.clk), ReadOnly()
         w_left = []   # beats of each write burst whose AW was taken, not yet all seen
         w_lasts = []  # wlast of each W beat not yet matched with its burst
-        t = self.traffic
         while True:
             await falling
             await readonly
@@ -266,87 +365,21 @@ class EngineTB:
                 continue
             if read_int(irq_h) and not self.irq_en:
                 raise AssertionError(f"cycle {self.cycle}: irq high with IRQ_EN 0")
-            fire = {}
-            for name, valid_name, valid, ready, payload in channels:
-                v = read_int(valid)
-                if not v:
-                    assert name not in held, \
-                        f"cycle {self.cycle}: {valid_name} dropped before its transfer"
-                    fire[name] = None
-                    continue
-                values = tuple(read_int(h) for h in payload)
-                if name in held:
-                    was = held.pop(name)
-                    assert values == was, \
-                        (f"cycle {self.cycle}: {name} payload changed while waiting: "
-                         f"{was} -> {values}")
-                if read_int(ready):
-                    fire[name] = values
-                else:
-                    held[name] = values
-                    fire[name] = None
+            fire = self._transfers(channels, held)
             for kind in ("ar", "aw"):
-                if fire[kind] is None:
-                    continue
-                addr, length, bsize, burst = fire[kind]
-                beats = length + 1
-                what = f"cycle {self.cycle}: {kind.upper()} burst at {addr:#010x}, {beats} beats"
-                assert burst == 1, f"{what}: burst type {burst}, expected INCR (1)"
-                assert bsize == size, f"{what}: size {bsize}, expected {size} (whole words)"
-                assert beats <= p["max_burst"], f"{what}: more than max_burst {p['max_burst']}"
-                assert addr % word == 0, f"{what}: not aligned to {word}-byte words"
-                assert addr % 4096 + beats * word <= 4096, f"{what}: crosses a 4 KiB boundary"
-                end = addr + beats * word
-                inside = [n for n, (s, e) in (self.regions or {}).items()
-                          if s <= addr and end <= e and (n == "C") == (kind == "aw")]
-                assert self.regions is None or inside, \
-                    (f"{what}: outside the layer's "
-                     f"{'result region' if kind == 'aw' else 'operand regions'} "
-                     f"{ {n: (hex(s), hex(e)) for n, (s, e) in (self.regions or {}).items()} }")
-                t[kind] += 1
-                t[f"{kind}_beats"] += beats
-                t["last"][kind] = self.cycle
-                if kind == "ar":
-                    self.ram.ar_cycles.append(self.cycle)
-                    if t["first_ar"] is None:
-                        t["first_ar"] = self.cycle
-                    self._ar_queue.append([inside[0] if inside else "?", beats])
-                else:
-                    w_left.append(beats)
+                if fire[kind] is not None:
+                    beats = self._burst_taken(kind, *fire[kind])
+                    if kind == "aw":
+                        w_left.append(beats)
             if fire["w"] is not None:
                 t["w"] += 1
                 t["last"]["w"] = self.cycle
                 w_lasts.append(fire["w"][2])
-            while w_left and w_lasts:   # W may lead or follow its AW
-                length = w_left[0]
-                seen = w_lasts[:length]
-                expect = [0] * (length - 1) + [1]
-                assert seen == expect[:len(seen)], \
-                    (f"cycle {self.cycle}: wlast {seen} on the beats of a {length}-beat burst, "
-                     f"expected {expect[:len(seen)]}")
-                if len(seen) < length:
-                    break
-                del w_lasts[:length]
-                w_left.pop(0)
+            self._match_wlast(w_left, w_lasts)
             if read_int(rvalid) and read_int(rready):
-                t["r"] += 1
-                t["last"]["r"] = self.cycle
-                resp = read_int(rresp)
-                if resp:
-                    t["responses"].append(("read", resp))
-                if self._ar_queue:
-                    head = self._ar_queue[0]
-                    key = f"r_{head[0]}"
-                    t[key] = t.get(key, 0) + 1
-                    head[1] -= 1
-                    if head[1] == 0:
-                        self._ar_queue.pop(0)
+                self._read_beat(read_int(rresp))
             if read_int(bvalid) and read_int(bready):
-                t["b"] += 1
-                t["last_b"] = t["last"]["b"] = self.cycle
-                resp = read_int(bresp)
-                if resp:
-                    t["responses"].append(("write", resp))
+                self._write_response(read_int(bresp))
 
     async def hard_reset(self, cycles=3):
         """``rst`` for ``cycles`` cycles with no bus transaction pending on the testbench's

@@ -202,7 +202,7 @@ async def reset_mid_tile(dut):
     tb.tile(3)
     first_tile = tb.tiles.pop()
     partial = [Beat(pack_beat(row, tb.width), 0) for row in np.tile(first_tile, (4, 1))]
-    tb.src.queue.clear()
+    tb.src.clear()
     tb.src.send(partial)
     await tb.bench.wait_until(lambda: len(tb.src.sent) >= len(partial) // 2, timeout=2000,
                               what="half of an unfinished tile")

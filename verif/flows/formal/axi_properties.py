@@ -227,6 +227,29 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
     return props
 
 
+def _w_bursts(m, dut, depth, max_burst, aw_fire, w_fire):
+    """The ``ResultWriter``'s bursts whose AW went and whose W has not ended, oldest first (at
+    most ``depth``), as the harness keeps them: ``(lens, count, pos, pop)``, their lengths, how
+    many, the W beats taken of the oldest, and its last beat taken this cycle. Asserted: a W
+    beat only for such a burst, ``wlast`` exactly on its last beat."""
+    lens = [Signal(range(max_burst + 1), name=f"h_w_burst{n}") for n in range(depth)]
+    count = Signal(range(depth + 1), name="h_w_bursts")
+    pos = Signal(range(max_burst), name="h_w_beat")
+    ends = (count != 0) & (pos == lens[0] - 1)
+    pop = w_fire & ends
+    after_pop = count - pop
+    for n in range(depth):
+        kept = Mux(pop, lens[n + 1] if n + 1 < depth else 0, lens[n])
+        m.d.sync += lens[n].eq(Mux(aw_fire & (after_pop == n), dut.m_axi_awlen + 1, kept))
+    m.d.sync += count.eq(count + aw_fire - pop)
+    with m.If(w_fire):
+        m.d.sync += pos.eq(Mux(ends, 0, pos + 1))
+    with m.If(dut.m_axi_wvalid):
+        m.d.comb += [Assert(count != 0, "W: a beat before its burst's AW"),
+                     Assert(dut.m_axi_wlast == ends, "W: wlast not on a burst's last beat")]
+    return lens, count, pos, pop
+
+
 def engine_writer_props(*, max_burst, bus_bytes, rows_max, words_max):
     """``ResultWriter`` alone (AW + W + B): commands free within their ranges (``rows`` 1 to
     ``rows_max``, ``total_words`` 1 to ``words_max``, ``words`` 1 to ``total_words``, addresses
@@ -258,24 +281,9 @@ def engine_writer_props(*, max_burst, bus_bytes, rows_max, words_max):
         aw_fire = dut.m_axi_awvalid & dut.m_axi_awready
         w_fire = dut.m_axi_wvalid & dut.m_axi_wready
         b_fire = dut.m_axi_bvalid & dut.m_axi_bready
-        # The bursts whose AW went and whose W has not ended, oldest first.
         lengths = fifo_entries(i, "lengths")
         depth = len(lengths)
-        lens = [Signal(range(max_burst + 1), name=f"h_w_burst{n}") for n in range(depth)]
-        count = Signal(range(depth + 1), name="h_w_bursts")
-        pos = Signal(range(max_burst), name="h_w_beat")
-        ends = (count != 0) & (pos == lens[0] - 1)
-        pop = w_fire & ends
-        after_pop = count - pop
-        for n in range(depth):
-            kept = Mux(pop, lens[n + 1] if n + 1 < depth else 0, lens[n])
-            m.d.sync += lens[n].eq(Mux(aw_fire & (after_pop == n), dut.m_axi_awlen + 1, kept))
-        m.d.sync += count.eq(count + aw_fire - pop)
-        with m.If(w_fire):
-            m.d.sync += pos.eq(Mux(ends, 0, pos + 1))
-        with m.If(dut.m_axi_wvalid):
-            m.d.comb += [Assert(count != 0, "W: a beat before its burst's AW"),
-                         Assert(dut.m_axi_wlast == ends, "W: wlast not on a burst's last beat")]
+        lens, count, pos, pop = _w_bursts(m, dut, depth, max_burst, aw_fire, w_fire)
         # Responses: awaited (AW sent, not answered) and due (W ended, not answered).
         awaited = Signal(16, name="h_b_awaited")
         due = Signal(16, name="h_b_due")

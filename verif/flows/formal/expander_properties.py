@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from typing import NamedTuple
+
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq, Assert, Cover
 
 from .harness import _popcount
@@ -110,31 +112,31 @@ def expander_protocol(lanes, cols, width=None):
     return props
 
 
-def _expander_elements(m, dut, h, lanes, width, cols, *, rows, owed, out_beat, row_done,
-                       cmd_pos):
-    """The expander's elements, in a form k-induction can close. The solver tags one mask as
-    it is taken (``AnySeq``, once) and chooses a column (``AnyConst``); the tagged row's
-    output element there must be 0 under a zero mask bit and otherwise the data element the
-    masks place there: the ``rank``-th nonzero of the row, in the data beat that comes after
-    the beats owed to older rows at the tag (rows start on a fresh data beat), counted down
-    here. The row is checked while it is the oldest pending (the output register's).
+class _TaggedRow(NamedTuple):
+    """The row :func:`_tag_row` tags and the element of it the solver chose."""
 
-    Invariants: everything the block holds of the tagged row is a function of its mask and
-    its position. With ``R(s)`` its nonzeros before slot ``s`` and ``ideal(s) = -R(s) mod
-    lanes`` the elements staged when slot ``s`` starts: in the mask register, the shifted
-    mask, ``avail == ideal(beat)`` and the slot's decoded prefix sums; a command of the row
-    for slot ``s`` carries that slot's bits, ``take``, and the source of every nonzero lane
-    and of every staging slot that stays filled, as computed from ``ideal(s)``; the staging
-    register holds ranks ``R .. R + ideal - 1`` (before the pending command, if it is the
-    row's), so the tagged element, once arrived, is there until it leaves in an output beat;
-    and a tagged element not yet arrived is still ``skip`` data beats away, its row's data
-    beats so far being ``(R + ideal) / lanes``."""
-    i = h.internals
+    live: Value        # tagged and not yet out of the output register
+    ahead: Signal      # pending rows older than it
+    mask: Signal
+    rank: Signal       # its nonzeros before the chosen column
+    bit: Value         # its mask bit at the chosen column
+    got: Signal        # the chosen element's data beat has arrived
+    value: Signal      # the chosen element, once arrived
+    skip: Signal       # data beats still to come before the chosen element's
+
+
+def _tag_row(m, dut, h, lanes, width, cols, *, rows, owed, out_beat, row_done):
+    """Tag one row and check one of its elements. The solver tags one mask as it is taken
+    (``AnySeq``, once) and chooses a column (``AnyConst``); the tagged row's output element
+    there must be 0 under a zero mask bit and otherwise the data element the masks place
+    there: the ``rank``-th nonzero of the row, in the data beat that comes after the beats
+    owed to older rows at the tag (rows start on a fresh data beat), counted down here. The
+    row is checked while it is the oldest pending (the output register's)."""
     mk, dt, o = dut.s_axis_mask, dut.s_axis_data, dut.m_axis
-    L, shift, per_row = lanes, lanes.bit_length() - 1, cols // lanes
+    shift, per_row = lanes.bit_length() - 1, cols // lanes
     pick = AnySeq(1)
     col = AnyConst(range(cols))
-    lane_mask = L - 1
+    lane_mask = lanes - 1
 
     def rank_of(bits):
         below = Cat(*[bits[c] & (col > c) for c in range(cols)])
@@ -173,6 +175,29 @@ def _expander_elements(m, dut, h, lanes, width, cols, *, rows, owed, out_beat, r
     # Reachability, as for the channels: a tagged nonzero element is checked within the bound.
     m.d.comb += Cover(o.valid & live & (ahead == 0) & (out_beat == (col >> shift)) & bit,
                       "a tagged nonzero element is checked")
+    return _TaggedRow(live, ahead, t_mask, rank, bit, got, value, skip)
+
+
+def _expander_elements(m, dut, h, lanes, width, cols, *, rows, owed, out_beat, row_done,
+                       cmd_pos):
+    """The expander's elements, in a form k-induction can close: one element of a tagged row
+    checked (:func:`_tag_row`), and the invariants that make that check inductive.
+
+    Invariants: everything the block holds of the tagged row is a function of its mask and
+    its position. With ``R(s)`` its nonzeros before slot ``s`` and ``ideal(s) = -R(s) mod
+    lanes`` the elements staged when slot ``s`` starts: in the mask register, the shifted
+    mask, ``avail == ideal(beat)`` and the slot's decoded prefix sums; a command of the row
+    for slot ``s`` carries that slot's bits, ``take``, and the source of every nonzero lane
+    and of every staging slot that stays filled, as computed from ``ideal(s)``; the staging
+    register holds ranks ``R .. R + ideal - 1`` (before the pending command, if it is the
+    row's), so the tagged element, once arrived, is there until it leaves in an output beat;
+    and a tagged element not yet arrived is still ``skip`` data beats away, its row's data
+    beats so far being ``(R + ideal) / lanes``."""
+    i = h.internals
+    L, shift, per_row = lanes, lanes.bit_length() - 1, cols // lanes
+    live, ahead, t_mask, rank, bit, got, value, skip = _tag_row(
+        m, dut, h, lanes, width, cols, rows=rows, owed=owed, out_beat=out_beat,
+        row_done=row_done)
 
     # The tagged row's quantities per slot position.
     def before(slot):                     # R(slot): its nonzeros in the slots before
