@@ -31,7 +31,7 @@ Input density (nonzero fraction of ``A``)
     ``downsample`` of a block reads a block output, every ``conv2`` a value inside the block.
 
 What follows each conv layer, and the density of its output error ``dY``
-    A training step runs three GEMMs per conv layer (golden/estimate.py): forward (streams the
+    A training step runs three GEMMs per conv layer (spartan_rtl/estimate.py): forward (streams the
     input ``A``), data gradient ``dA = dY . W^T`` (streams ``dY``; not run for the first layer,
     whose input is the image) and weight gradient ``dW = A^T . dY`` (streams, per slice of
     output positions, whichever of ``A`` and ``dY`` is sparser). ``dY``'s density follows from
@@ -59,11 +59,11 @@ What follows each conv layer, and the density of its output error ``dY``
     ``dy_basis`` carries the assumption of each layer's number; ``ideal_speedup`` weights the
     GEMMs' bounds by their MACs.
 
-How golden/estimate.py uses the table (spartan bench estimate, docs/results.md)
+How spartan_rtl/estimate.py uses the table (spartan bench estimate, docs/results.md)
     Per-layer and whole-network speedup of the adaptive core over dense, from the cycle model
     on unstructured random masks at each GEMM's streamed-operand density (forward: ``density``;
     dgrad: ``dy_density``; wgrad: the form with less work,
-    :func:`spartan_rtl.golden.estimate.estimate_wgrad`'s rule), and the profiling-overhead
+    :func:`spartan_rtl.estimate.estimate_wgrad`'s rule), and the profiling-overhead
     comparison, against :func:`ideal_speedup`.
 """
 

@@ -33,7 +33,7 @@ Each key is a ``.npy`` member of the archive (no other member), read without unp
 the arrays hold at most 4 GiB in all.
 
 So each layer defines a GEMM ``(M, K, N)``: ``A`` (M x K) times weights (K x N); with ``dy``
-also the backward GEMMs ``dA = dY . W^T`` and ``dW = A^T . dY`` (golden/estimate.py).
+also the backward GEMMs ``dA = dY . W^T`` and ``dW = A^T . dY`` (spartan_rtl/estimate.py).
 
 Every violation raises :class:`TraceError` (a ``ValueError``) with a one-line message naming the
 file, the key, what it must be and what it is.

@@ -178,7 +178,8 @@ def _estimate_one(label, network, trace, opts, engine, samples):
     """One input's estimate on the stream core and the engine: its report and JSON document.
     The header is printed at once: a large trace takes minutes, the table only comes at the
     end."""
-    from spartan_rtl.golden import estimate, networks
+    from spartan_rtl import estimate
+    from spartan_rtl.golden import networks
     from spartan_rtl.golden.engine_timing import EngineTiming
 
     from .progress import Progress
@@ -232,7 +233,7 @@ def cmd_estimate(args):
     one-trace documents."""
     import json
 
-    from spartan_rtl.golden import estimate
+    from spartan_rtl import estimate
     from spartan_rtl.golden.engine_timing import EngineTiming
     from spartan_rtl.golden.gemm import GemmTiming
 

@@ -3,7 +3,7 @@ this network on this FPGA, and how much faster it trains (docs/explore.md).
 
 1. Every combination of the parameter ranges (``--set NAME=V1,V2,...`` over
    explore_jobs.DEFAULT_RANGES) that the engine accepts is a candidate.
-2. Each is timed by the engine's cycle model (golden/estimate.py ``engine_trace``, which runs
+2. Each is timed by the engine's cycle model (spartan_rtl/estimate.py ``engine_trace``, which runs
    golden/engine_timing.py) on the trace: the whole training step, forward, dgrad and wgrad
    of every layer, each tile sparse or dense by the density the trace has there.
 3. In the order of that ranking, candidates are synthesised (Yosys, verif/flows/synth/) until
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from . import __version__, jobs
@@ -52,8 +53,9 @@ from .synth_jobs import (
 
 __all__ = ["Request", "JobKinds", "Placed", "Answer", "Explorer", "explore"]
 
-#: The cycle model's sources: a cached cycle count is as good as these files.
-MODEL_SOURCES = ("engine_timing.py", "estimate.py", "gemm.py")
+#: The cycle model's sources: a cached cycle count is as good as these files (golden/'s models
+#: and this package's estimate.py, which applies them to a trace).
+MODEL_SOURCES = ("engine_timing.py", "gemm.py")
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,8 @@ class Explorer:
 
     def cycles(self, cands):
         r = self.request
-        model = {"spartan-rtl": __version__, "model": source_digest("golden", MODEL_SOURCES)}
+        model = {"spartan-rtl": __version__, "model": source_digest("golden", MODEL_SOURCES),
+                 "estimate": digest(Path(__file__).resolve().with_name("estimate.py").read_bytes())}
         keys = {c: Key.of("cycles", digest({"params": c.params, "trace": r.trace_sha256,
                                             "threshold": r.threshold}), model) for c in cands}
         stored = [self.store.get(k) for k in keys.values()]

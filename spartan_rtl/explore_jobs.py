@@ -84,7 +84,7 @@ def candidates(ranges, block=None):
 
 def cycles_job(trace, params, threshold):
     """The engine's whole-step cycles on ``trace``: dense (every tile, MODE 1) and adaptive."""
-    from .golden import estimate
+    from . import estimate
     from .golden.engine_timing import EngineTiming
     layers = estimate.engine_trace(trace, EngineTiming.of(params), threshold)
     total = estimate.engine_totals(layers)

@@ -156,7 +156,7 @@ def _network_intro_md(o):
     t = o["timing"]
     return [
         "## Network-level speedup: the whole training step (issues 6, 16)", "",
-        f"Cycle model of golden/gemm.py via golden/estimate.py (docs/estimate.md states each "
+        f"Cycle model of golden/gemm.py via spartan_rtl/estimate.py (docs/estimate.md states each "
         f"GEMM's mapping). GEMM at the defaults (k={t['k']}, n={t['n']}, lanes={t['lanes']}, "
         f"k_par={t['k_par']}, n_par={t['n_par']}, b_banks={t['b_banks']}); tiles of "
         f"{o['rows']} rows; THRESHOLD={o['threshold']:#x} (a tile runs sparse iff its density "

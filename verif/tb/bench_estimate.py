@@ -2,17 +2,17 @@
 
 * **networks**: AlexNet, VGG-16, ResNet-18 conv layers (golden/networks.py: ImageNet shapes,
   batch 1, input densities = midpoints of the authors' bands, output-error densities derived
-  from what follows each conv) on unstructured random masks; the three GEMMs of a training step
-  (golden/estimate.py states the mapping); per-GEMM, whole-step and forward-only speedups of the
-  adaptive core over dense, beside the paper and the ideal bound of each GEMM. Per layer, GEMM
-  and tile shape, ``SAMPLES`` random tiles are timed (``QUICK_SAMPLES`` with ``--quick``) and
-  their mean scaled to the layer's tile count.
+  from what follows each conv) on unstructured random masks; the three GEMMs of a training
+  step (spartan_rtl/estimate.py states the mapping); per-GEMM, whole-step and forward-only
+  speedups of the adaptive core over dense, beside the paper and the ideal bound of each GEMM.
+  Per layer, GEMM and tile shape, ``SAMPLES`` random tiles are timed (``QUICK_SAMPLES`` with
+  ``--quick``) and their mean scaled to the layer's tile count.
 * **profiling**: software profiling cycles (read-back + reduction) against the monitor's.
 * **traces**: ``spartan estimate`` on every committed real trace (data/traces/): measured input
   and output-error densities, every GEMM; the weight gradient on the hypothetical two-sided
-  datapath (:func:`spartan_rtl.golden.estimate.two_sided`).
+  datapath (:func:`spartan_rtl.estimate.two_sided`).
 * **last pass**: per consecutive pair of saved epochs, the decisions taken from the earlier one
-  against each tile's own density (:func:`spartan_rtl.golden.estimate.last_pass`).
+  against each tile's own density (:func:`spartan_rtl.estimate.last_pass`).
 * **rtl**: tiles sampled from the real traces (every streamed operand, output errors included)
   run through the GEMM RTL in Verilator (verif/tb/tb_estimate.py): cycles against the model
   (error), results against the golden GEMM.
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 
-from spartan_rtl import runner, shipped
-from spartan_rtl.golden import estimate, networks, traces
+from spartan_rtl import estimate, runner, shipped
+from spartan_rtl.golden import networks, traces
 from spartan_rtl.tb.benchmark import SEED
 
 SAMPLES = 32

@@ -1,16 +1,16 @@
 """cocotb testbench: the estimator's cycle model against the GEMM RTL on real-trace tiles.
 
-Tiles are cut from the committed traces (data/traces/) exactly as golden/estimate.py cuts a
+Tiles are cut from the committed traces (data/traces/) exactly as spartan_rtl/estimate.py cuts a
 layer: ``rows`` rows of one inner chunk of ``k`` columns of a streamed operand
-(:data:`spartan_rtl.golden.estimate.OPERANDS`: the forward ``A`` (M x K), the data gradient's output
+(:data:`spartan_rtl.estimate.OPERANDS`: the forward ``A`` (M x K), the data gradient's output
 error ``dY`` (M x N), the weight gradient's ``A^T`` (K x M) or ``dY^T`` (N x M)), quantised to
 ``width``-bit integers with the zero/nonzero pattern kept
-(:func:`spartan_rtl.golden.estimate.quantise`) and padded with zero columns to ``k``. Each tile is
+(:func:`spartan_rtl.estimate.quantise`) and padded with zero columns to ``k``. Each tile is
 sent twice, in the two forms the estimator times: its ZVC form (true masks, the core's sparse mode)
 and its dense form (ones on the chunk's real columns, every element sent). Phase 1 (cycles): inputs
 always valid, ``m_axis_c`` always ready, one tile at a time into an idle datapath; each tile's
 cycles (first mask transfer to last ``C`` beat) are compared with
-:func:`spartan_rtl.golden.estimate.tile_cycles`. Phase 2 (results under stress): the same tiles
+:func:`spartan_rtl.estimate.tile_cycles`. Phase 2 (results under stress): the same tiles
 again with random idle cycles and back-pressure. Every ``C`` element of both phases is checked
 against the golden product (:class:`spartan_rtl.tb.tb_gemm.GemmTB`'s scoreboard). Writes
 ``rtl_model.json``.
@@ -21,8 +21,8 @@ import json
 import cocotb
 import numpy as np
 
+from spartan_rtl.estimate import operand, quantise, tile_cycles
 from spartan_rtl.golden.compactor import encode_row
-from spartan_rtl.golden.estimate import operand, quantise, tile_cycles
 from spartan_rtl.golden.traces import load
 from spartan_rtl.tb.axis import Beat
 from spartan_rtl.tb.tb_gemm import GemmTB

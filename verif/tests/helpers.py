@@ -1,7 +1,8 @@
 """What several test modules share, so that no test module imports another: test ids of
 parameter sets, the compactor's and expander's common cases, small configurations of every
 block, the in-process ``spartan`` runner with its checks of the one-line error contract, a
-Yosys-style module to mutate, and the rows of a flow's store. (amaranth.sim helpers are in
+Yosys-style module to mutate, the rows of a flow's store, and a small VCD whose every cycle
+is known. (amaranth.sim helpers are in
 verif/tests/amsim.py; the Dask fixtures in verif/tests/conftest.py.)"""
 
 from __future__ import annotations
@@ -216,3 +217,47 @@ def store_rows(path):
                           " ORDER BY kind, device, seed, design").fetchall()
     finally:
         db.close()
+
+
+# --- a small VCD whose every cycle is known ----------------------------------------------------
+#
+# One cycle per row; the values are set at the falling edge t = 10k ns and sampled by the rising
+# edge t = 10k + 5 ns (edge number k).
+#      rst valid ready last data  count   state
+CYCLES = [
+    (1, 0, 0, 0, 0x00, 0),   # reset
+    (0, 1, 0, 0, 0xA1, 1),   # stall
+    (0, 1, 1, 0, 0xA1, 2),   # transfer
+    (0, 0, 1, 1, 0xFF, 3),   # starved (data and last are don't-care)
+    (0, 1, 1, 1, 0xB2, 4),   # transfer, end of packet (2 beats)
+    (0, 0, 0, 0, 0x00, 5),   # idle
+    (0, 1, 1, 0, 0xC3, 6),   # transfer
+    (0, 1, 1, 1, 0xC3, 7),   # transfer, end of packet (2 beats; same data: a new beat)
+]
+SIGNALS = [("clk", 1), ("rst", 1), ("s_axis_tdata", 8), ("s_axis_tvalid", 1),
+           ("s_axis_tready", 1), ("s_axis_tlast", 1), ("count", 4)]
+
+
+def small_vcd(path):
+    ids = {name: chr(33 + i) for i, (name, _) in enumerate(SIGNALS)}
+    width = dict(SIGNALS)
+    lines = ["$timescale 1ns $end", "$scope module top $end"]
+    for name, w in SIGNALS:
+        lines.append(f"$var wire {w} {ids[name]} {name}" + (f" [{w - 1}:0]" if w > 1 else "")
+                     + " $end")
+    lines += ["$upscope $end", "$enddefinitions $end"]
+
+    def value(name, v):
+        return f"b{v:b} {ids[name]}" if width[name] > 1 else f"{v}{ids[name]}"
+
+    for k, row in enumerate(CYCLES):
+        lines.append(f"#{10 * k}")
+        lines.append(value("clk", 0))
+        for name, v in zip(["rst", "s_axis_tvalid", "s_axis_tready", "s_axis_tlast",
+                            "s_axis_tdata", "count"], row):
+            lines.append(value(name, v))
+        lines += [f"#{10 * k + 5}", value("clk", 1)]
+    lines.append(f"#{10 * len(CYCLES)}")
+    lines.append(value("clk", 0))
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -14,9 +14,9 @@ import time
 import numpy as np
 import pytest
 
+from spartan_rtl import estimate as est
 from spartan_rtl.golden import engine as golden
 from spartan_rtl.golden import engine_timing as et
-from spartan_rtl.golden import estimate as est
 from spartan_rtl.golden import traces
 from spartan_rtl.golden.gemm import compute_bound_cycles, simulate
 from verif.flows import ROOT

@@ -1,7 +1,8 @@
-"""The estimator (golden/estimate.py), ``spartan estimate`` and the estimate benchmark's report.
+"""The estimator (spartan_rtl/estimate.py), ``spartan estimate`` and the estimate benchmark's
+report.
 
 The GEMM's timing is not restated here: single tiles are timed through golden/gemm.py's API
-(:func:`spartan_rtl.golden.estimate.tile_cycles` on hand-made masks, at the block's defaults), and
+(:func:`spartan_rtl.estimate.tile_cycles` on hand-made masks, at the block's defaults), and
 the tests pin what the estimator does with them: which operand each GEMM streams, how a layer is cut
 into tiles and chunks, which tiles run sparse, which form the weight gradient takes per slice, what
 a two-sided datapath would drop and what deciding from an earlier pass costs, all on hand-worked
@@ -16,8 +17,8 @@ import sys
 import numpy as np
 import pytest
 
+from spartan_rtl import estimate as est
 from spartan_rtl import runner
-from spartan_rtl.golden import estimate as est
 from spartan_rtl.golden import traces
 from spartan_rtl.golden.gemm import compute_bound_cycles, is_compute_bound, simulate
 from verif.flows import ROOT

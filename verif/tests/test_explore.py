@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from spartan_rtl import cli, jobs  # noqa: E402
+from spartan_rtl import cli, estimate, jobs  # noqa: E402
 from spartan_rtl.explore import Explorer, JobKinds, Request, explore  # noqa: E402
 from spartan_rtl.explore_jobs import Budget, candidates  # noqa: E402
-from spartan_rtl.golden import estimate, traces  # noqa: E402
+from spartan_rtl.golden import traces  # noqa: E402
 from spartan_rtl.golden.engine_timing import EngineTiming  # noqa: E402
 from spartan_rtl.hw import blocks  # noqa: E402
 from spartan_rtl.store import Key, Store  # noqa: E402

@@ -19,10 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from spartan_rtl import bench, runner, waves
-from spartan_rtl.golden import estimate
-from verif.tests.helpers import TOML_TEXT, assert_usage_error, config_cases, run_cli, snapshot
-from verif.tests.test_waves import small_vcd
+from spartan_rtl import bench, estimate, runner, waves
+from verif.tests.helpers import (
+    TOML_TEXT,
+    assert_usage_error,
+    config_cases,
+    run_cli,
+    small_vcd,
+    snapshot,
+)
 
 PROBE = settings(max_examples=60, derandomize=True, deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -95,7 +95,7 @@ def test_estimate_header_comes_before_the_work():
     waits for a line on stdin, which the test sends only after it has read the header."""
     stalled = ("import sys\n"
                "from spartan_rtl import cli\n"
-               "from spartan_rtl.golden import estimate\n"
+               "from spartan_rtl import estimate\n"
                "real = estimate.estimate_trace\n"
                "def waiting(*args, **kwargs):\n"
                "    sys.stdin.readline()\n"

@@ -78,7 +78,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .gemm import GemmTiming, compute_bound_cycles, is_compute_bound, simulate
+from .golden.gemm import GemmTiming, compute_bound_cycles, is_compute_bound, simulate
 
 __all__ = ["DEFAULT_ROWS", "DEFAULT_THRESHOLD", "AXIL_READ_CYCLES", "GEMMS", "OPERANDS",
            "default_timing", "Options", "nonzero", "operand", "pack_rows", "tile_cycles",
@@ -607,7 +607,7 @@ def estimate_network(network, opts, *, samples=16, seed=2021, progress=None):
     structure), ``samples`` random tiles per tile shape per GEMM (all of them where a layer has
     fewer), scaled to the layer's tile count. wgrad: every slice has the same densities, so one
     form is chosen for the whole layer by the same rule as for measured slices."""
-    from .networks import layers as network_layers
+    from .golden.networks import layers as network_layers
     rng = np.random.default_rng(seed)
     t = opts.timing
     out = []
@@ -708,7 +708,7 @@ def sample_trace_tiles(paths, *, per_layer, rows, k, seed=2021):
     rows) drawn from traces: for each file, layer and streamed operand the layer has (the
     output-error ones only where the trace holds ``dy``), ``per_layer`` tiles at random (row
     tile, inner chunk), always including the last inner chunk (the partial one, if any)."""
-    from .traces import load
+    from .golden.traces import load
     rng = np.random.default_rng(seed)
     specs = []
     for path in paths:
@@ -749,7 +749,7 @@ ENGINE_FORMS = {"forward": (0, "X"), "dgrad": (1, "dY"), "wgrad_x": (2, "X^T"),
 
 def engine_timing(**overrides):
     """The engine block's defaults (hw/engine.py) as its cycle model's parameters."""
-    from .engine_timing import EngineTiming
+    from .golden.engine_timing import EngineTiming
     return EngineTiming.default(**overrides)
 
 
@@ -817,8 +817,8 @@ def engine_gemm(name, form, nnz, shape, t, threshold, *, measured=True):
     """One GEMM (``form`` a key of :data:`ENGINE_FORMS`) from its streamed operand's nonzeros
     per row and inner chunk (``nnz``, ``(Mo, ceil(Ki/k))``) and the descriptor's ``shape``
     ``(M, K, N)``: dense and adaptive."""
-    from .engine_timing import dims as engine_dims
-    from .engine_timing import layer_cycles_nnz
+    from .golden.engine_timing import dims as engine_dims
+    from .golden.engine_timing import layer_cycles_nnz
     op, operand_name = ENGINE_FORMS[form]
     M, K, N = shape
     mo, ki, no = engine_dims(op, M, K, N)
@@ -842,7 +842,7 @@ def engine_layer(name, a_bits, dy_bits, n_out, t, threshold=DEFAULT_THRESHOLD, *
     """The three GEMMs of one conv layer on the engine from the input mask ``a_bits`` (M x K)
     and the output-error mask ``dy_bits`` (M x N; None: not measured, counted dense, and
     wgrad streams Xᵀ). ``first``: no data gradient."""
-    from .engine_timing import row_nnz
+    from .golden.engine_timing import row_nnz
     a_bits = np.asarray(a_bits, dtype=bool)
     m, k = a_bits.shape
     measured = dy_bits is not None
@@ -886,7 +886,7 @@ def engine_network(network, t, threshold=DEFAULT_THRESHOLD, *, seed=2021, progre
     """:func:`engine_layer` for a network of golden/networks.py: unstructured random masks at
     each operand's density (only their counts per row and inner chunk are drawn: every tile
     of every GEMM is timed). wgrad: both forms timed, the one with fewer cycles taken."""
-    from .networks import layers as network_layers
+    from .golden.networks import layers as network_layers
     rng = np.random.default_rng(seed)
     out = []
     for g in network_layers(network):
