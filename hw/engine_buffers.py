@@ -87,11 +87,17 @@ class Transposer(wiring.Component):
         # Read side: column ``col``, beat ``rb`` (rows rb*L .. rb*L + L - 1).
         cmd = self.cmd
         col, rb = Signal(COUNT_BITS, name="col"), Signal(COUNT_BITS, name="rb")
-        m.submodules.staged = staged = fifo.SyncFIFOBuffered(width=L * W + 2, depth=4)
-        issued = Signal()   # a read was issued last cycle: its word is on the ports now
+        issued = Signal()    # a read was issued last cycle: its word is on the ports now
+        fetched = Signal()   # a read was issued two cycles ago: its word is in ``fetched_words``
+        stored = Signal(range(4))   # words read and not yet taken: in ``out`` or ``waiting``
         issue = Signal()
+        # Why 3: a word read stays in the ``out`` register or in ``waiting`` (two deep behind
+        # it) until taken, so the words issued and not yet taken never exceed those three
+        # places. With ``out.ready`` high a word counts the three cycles after its issue (on
+        # the ports, fetched, in ``out``): three reads every four cycles, the rate the cycle
+        # model counts (golden/engine_timing.py).
         m.d.comb += issue.eq(cmd.valid & full.bit_select(r_block, 1)
-                             & (staged.level + issued < 3))
+                             & (issued + fetched + stored < 3))
         final = (col == cmd.payload.cols - 1) & (rb == cmd.payload.beats - 1)
         emptied = Signal(2)
         with m.If(issue):
@@ -127,14 +133,46 @@ class Transposer(wiring.Component):
             m.d.comb += rp.addr.eq(Cat(((rb * L + row_in_beat) * col_words
                                         + (col >> log2(L)))[:block_bits], r_block))
             bank_words.append(rp.data)
-        lanes_out = _rotate(bank_words, shift_q)
-        m.d.comb += [staged.w_en.eq(issued),
-                     staged.w_data.eq(Cat(*lanes_out, last_q, dest_q))]
-        out = self.out
-        m.d.comb += [out.valid.eq(staged.r_rdy), staged.r_en.eq(out.ready),
-                     out.payload.as_value().eq(staged.r_data),
-                     self.idle.eq((full == 0) & ~issued & (staged.level == 0))]
+        # Why the words read are registered as they leave the banks, before the rotation: the
+        # block RAMs' clock-to-output and the rotation into a LUT RAM's write did not fit in
+        # one cycle (13.3 ns at 75 MHz).
+        fetched_words = [Signal(W, name=f"fetched_word{b}") for b in range(L)]
+        fetched_shift = Signal(lane_bits, name="fetched_shift")
+        fetched_last, fetched_dest = Signal(name="fetched_last"), Signal(name="fetched_dest")
+        m.d.sync += [*(f.eq(w) for f, w in zip(fetched_words, bank_words)),
+                     fetched.eq(issued), fetched_shift.eq(shift_q),
+                     fetched_last.eq(last_q), fetched_dest.eq(dest_q)]
+        word = Cat(*_rotate(fetched_words, fetched_shift), fetched_last, fetched_dest)
+        out_empty = _offer(m, self.out, word, fetched, stored)
+        m.d.comb += self.idle.eq((full == 0) & ~issued & ~fetched & out_empty)
         return m
+
+
+def _offer(m, out, word, valid, stored):
+    """Puts each ``word`` (when ``valid``) on the stream ``out``: its payload is a register,
+    loaded from ``waiting`` (the words behind it, two deep) or, when none waits, straight from
+    ``word``. Drives ``stored`` (the words held) and returns "none held".
+
+    Why not a FIFO with a registered output (a LUT RAM, then that register): a word would take
+    two cycles to reach ``out``; with ``word`` loaded directly it takes one, so the register on
+    the banks' read data left the read-out's timing as it was, cycle for cycle
+    (``TRANSPOSE_TURN`` in the cycle model, three beats in four)."""
+    m.submodules.waiting = waiting = fifo.SyncFIFO(width=len(word), depth=2)
+    held = Signal(name="out_held")   # ``out`` holds a word
+    data = Signal(len(word), name="out_data")
+    load = Signal()   # ``out``'s register takes a word: it is free, or being taken
+    m.d.comb += [
+        load.eq(~held | out.ready),
+        waiting.w_data.eq(word),
+        waiting.w_en.eq(valid & ~(load & ~waiting.r_rdy)),
+        waiting.r_en.eq(load),
+        out.valid.eq(held), out.payload.as_value().eq(data),
+        stored.eq(held + waiting.level),
+    ]
+    with m.If(load):
+        m.d.sync += [held.eq(waiting.r_rdy | valid),
+                     data.eq(Mux(waiting.r_rdy, waiting.r_data, word))]
+    return ~held & (waiting.level == 0)
 
 
 class Accumulator(wiring.Component):

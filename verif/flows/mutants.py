@@ -744,8 +744,8 @@ NOTES = {
         "of the GEMM (a step's B chunk loads after the step before has left the GEMM); "
         "coverage agrees: the sequencer's wait on a full queue (`acc_cmds.w_rdy` low in "
         "ISSUE_ACC) is taken in no test.",
-    ("engine", "assign _0509_ = _0508_[32] ? 32'd4294967295 : _0508_[31:0];",
-     "assign _0509_ = _0508_[32] ? 32'h0 : _0508_[31:0];"):
+    ("engine", "assign _0508_ = _0507_[32] ? 32'd4294967295 : _0507_[31:0];",
+     "assign _0508_ = _0507_[32] ? 32'h0 : _0507_[31:0];"):
         "not killed, beyond simulation: `ROWS_EMPTY` saturating at 2**32 - 1 needs over 4e9 "
         "empty rows (the coverage waiver of the same arm says so). Not equivalent.",
     ("engine", "assign _0513_ = _0512_[32] ? 32'd4294967295 : _0512_[31:0];",
@@ -762,11 +762,6 @@ NOTES = {
         "not killed, likely equivalent, as the mask FIFO's enable that it is written beside: "
         "the compactor's admission (`room`) reserves a place for every row in flight, so the "
         "memory may never be full, and only a full one would show the stray write.",
-    ("engine", "if (\\core.transposer.staged.w_port__en )", "if (1'h1)"):
-        "equivalent: the transposer issues a bank read only while its `staged` FIFO has room "
-        "for it and the one in flight (`staged.level + issued < 3` of 4), so the FIFO's inner "
-        "memory (3 entries) never holds more than 2 and the always-on write only touches the "
-        "free entry at the write pointer, which the next real write sets.",
     ("engine", "assign _0294_[31:3] = 29'h00000000;", "assign _0294_[31:3] = 29'h1;"):
         "equivalent: bits 31:3 of `STATUS`'s read word, which Yosys keeps as a wire; the "
         "register read multiplexer takes only its bits 2:0 (`{29'h00000000, _0294_[2:0]}`).",
@@ -785,11 +780,16 @@ NOTES = {
      "assign _0314_[0] = \\core.write_cmds.inner_level  - 1'h1;"):
         "equivalent: the write-command queue's inner level is one bit (a two-entry buffered "
         "FIFO keeps one entry inside), and one bit plus one is one bit minus one.",
-    ("engine", "assign _2254_ = _2250_ ? _0324_[0] : _2253_;",
-     "assign _2254_ = _2250_ ? _2253_ : _0324_[0];"):
+    ("engine", "assign _2295_ = _2291_ ? _0330_[0] : _2294_;",
+     "assign _2295_ = _2291_ ? _2294_ : _0330_[0];"):
         "equivalent: the next level of the writer's one-bit `pending` queue; with the arms "
         "swapped a read gives Yosys' `x` arm (0 in Verilator), which is `level - 1` of a queue "
         "that holds its one entry, and a write gives `level - 1`, the same bit as `level + 1`.",
+    ("engine", "assign _1748_ = \\core.reader.out_slice.skid_valid  ? 1'h0 : 1'hx;",
+     "assign _1748_ = \\core.reader.out_slice.skid_valid  ? 1'hx : 1'h0;"):
+        "equivalent: the arms of a multiplexer whose other arm is Yosys' `x` (a don't-care, "
+        "0 in Verilator): swapped, it gives 0 either way, and a synthesis tool may pick 0 "
+        "for the original's `x` as well.",
 }
 
 
