@@ -759,9 +759,13 @@ NOTES = {
         "always-on write only touches the free entry at the write pointer. (The compactor's "
         "own campaign fills it with `outputs_held`.)",
     ("engine", "if (\\core.compactor.row_fifo.w_port__en )", "if (1'h1)"):
-        "not killed, likely equivalent, as the mask FIFO's enable that it is written beside: "
-        "the compactor's admission (`room`) reserves a place for every row in flight, so the "
-        "memory may never be full, and only a full one would show the stray write.",
+        "equivalent in the engine at its defaults: the always-on write touches only the free "
+        "entry at the write pointer unless the FIFO's inner memory (11 entries of its 12) is "
+        "full. The compactor admits a beat only while the FIFO held at most 5 rows the cycle "
+        "before (`room`: `mask_depth - mask_in_flight` = 12 - 7), and the engine's rows are "
+        "8 beats (k = 64 elements, lanes = 8), so the 7 beats in its pipeline and the one "
+        "accepted end at most one row: the FIFO holds at most 7. (With one-beat rows it could "
+        "fill; the compactor's own campaign runs those.)",
     ("engine", "assign _0294_[31:3] = 29'h00000000;", "assign _0294_[31:3] = 29'h1;"):
         "equivalent: bits 31:3 of `STATUS`'s read word, which Yosys keeps as a wire; the "
         "register read multiplexer takes only its bits 2:0 (`{29'h00000000, _0294_[2:0]}`).",
