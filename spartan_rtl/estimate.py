@@ -470,17 +470,25 @@ class LayerEstimate(_Sums):
         return out
 
 
+def _layer_masks(a_bits, dy_bits, n_out):
+    """A layer's input mask as booleans (M x K), its output-error mask (M x N; all ones when
+    ``dy_bits`` is None, not measured) and whether it was measured."""
+    a_bits = np.asarray(a_bits, dtype=bool)
+    m, _ = a_bits.shape
+    measured = dy_bits is not None
+    dy = np.asarray(dy_bits, dtype=bool) if measured else np.ones((m, n_out), bool)
+    if dy.shape != (m, n_out):
+        raise ValueError(f"dy must have shape (M, N) = {(m, n_out)}, not {dy.shape}")
+    return a_bits, dy, measured
+
+
 def estimate_layer(name, a_bits, dy_bits, n_out, opts, *, first=False, prev=None):
     """The three GEMMs of one conv layer from its input mask ``a_bits`` (M x K) and output-error
     mask ``dy_bits`` (M x N; None: not measured, counted dense and never streamed by wgrad).
     ``first``: the network's first layer, no data gradient. ``prev``: (a, dy) masks of the
     previous pass to take every decision from (:func:`last_pass`)."""
-    a_bits = np.asarray(a_bits, dtype=bool)
+    a_bits, dy, measured = _layer_masks(a_bits, dy_bits, n_out)
     m, k = a_bits.shape
-    measured = dy_bits is not None
-    dy = np.asarray(dy_bits, dtype=bool) if measured else np.ones((m, n_out), bool)
-    if dy.shape != (m, n_out):
-        raise ValueError(f"dy must have shape (M, N) = {(m, n_out)}, not {dy.shape}")
     pa, pd = (None, None) if prev is None else prev
     if pd is None and prev is not None:
         pd = np.ones((m, n_out), bool)
@@ -843,12 +851,8 @@ def engine_layer(name, a_bits, dy_bits, n_out, t, threshold=DEFAULT_THRESHOLD, *
     and the output-error mask ``dy_bits`` (M x N; None: not measured, counted dense, and
     wgrad streams Xᵀ). ``first``: no data gradient."""
     from .golden.engine_timing import row_nnz
-    a_bits = np.asarray(a_bits, dtype=bool)
+    a_bits, dy, measured = _layer_masks(a_bits, dy_bits, n_out)
     m, k = a_bits.shape
-    measured = dy_bits is not None
-    dy = np.asarray(dy_bits, dtype=bool) if measured else np.ones((m, n_out), bool)
-    if dy.shape != (m, n_out):
-        raise ValueError(f"dy must have shape (M, N) = {(m, n_out)}, not {dy.shape}")
     out = {"forward": engine_gemm("forward", "forward", row_nnz(0, a_bits, t), (m, k, n_out),
                                   t, threshold)}
     if not first:
