@@ -4,13 +4,14 @@ this network on this FPGA, and how much faster it trains (docs/explore.md).
 1. Every combination of the parameter ranges (``--set NAME=V1,V2,...`` over
    explore_jobs.DEFAULT_RANGES) that the engine accepts is a candidate.
 2. Each is timed by the engine's cycle model (spartan_rtl/estimate.py ``engine_trace``, which runs
-   golden/engine_timing.py) on the trace: the whole training step, forward, dgrad and wgrad
-   of every layer, each tile sparse or dense by the density the trace has there.
+   golden/engine_timing.py) on the trace, or ``engine_network`` on a golden/networks.py
+   network: the whole training step, forward, dgrad and wgrad of every layer, each tile
+   sparse or dense by the density the trace (or the network's table) has there.
 3. In the order of that ranking, candidates are synthesised (Yosys, verif/flows/synth/) until
    ``--synth`` of them fit the budget; those are placed and routed on the device
-   (nextpnr-ecp5, ``--seeds`` seeds). So is the candidate with the fewest *dense* cycles that
-   fits, so that the dense-only baseline is the best dense build, not the sparse winner run
-   dense.
+   (nextpnr-ecp5, ``--seeds`` seeds, each within ``--place-minutes``). So is the candidate
+   with the fewest *dense* cycles that fits, so that the dense-only baseline is the best dense
+   build, not the sparse winner run dense; and so is the default build, set beside.
 4. The answer (spartan_rtl/explore_report.py): training steps per second (Fmax / cycles per
    step) of each placed candidate, the Pareto fronts against LUT and DSP, the best that fits,
    and its speedup over the best dense-only build: the placed builds with every tile dense
@@ -35,6 +36,7 @@ from .explore_jobs import (
     SYNTH_TRIES_PER_PICK,
     WORK,
     Budget,
+    Candidate,
     cycles_job,
     ecp5_device,
 )
@@ -56,14 +58,18 @@ __all__ = ["Request", "JobKinds", "Placed", "Answer", "Explorer", "explore"]
 #: The cycle model's sources: a cached cycle count is as good as these files (golden/'s models
 #: and this package's estimate.py, which applies them to a trace).
 MODEL_SOURCES = ("engine_timing.py", "gemm.py")
+#: A placement's default time limit, in minutes. Why one: on an LFE5U-25F the best dense
+#: build (69 % of the LUTs, 86 % of the block RAMs) was still routing after 93 minutes,
+#: while the candidates around it placed in 7 to 27.
+PLACE_MINUTES = 45
 
 
 @dataclass(frozen=True)
 class Request:
     """A checked ``spartan explore`` request."""
 
-    trace: object            # golden/traces.py Trace
-    trace_sha256: str
+    trace: object            # golden/traces.py Trace, or a golden/networks.py network's name
+    trace_sha256: str        # of the trace's file; of the network's name and networks.py
     device: str              # a DEVICES name
     budget: Budget
     ranges: dict             # parameter -> values
@@ -72,6 +78,7 @@ class Request:
     threshold: int = 0xF0
     freq_mhz: float = 100.0
     retry_failed: bool = False
+    place_minutes: int = PLACE_MINUTES
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,10 @@ class Answer:
     ranked: list             # [(candidate, cycles)], fewest adaptive cycles first
     placed: list             # [Placed]
     failures: list = field(default_factory=list)    # [(kind, label, reason)]
+    #: The engine's default build: its :class:`Placed` if placed (a member of ``placed``),
+    #: else why not (its netlist over the budget, or no synthesis asked).
+    default: object = None
+    default_reason: str | None = None
 
     @property
     def fitting(self):
@@ -137,6 +148,13 @@ class Answer:
     def speedup(self):
         best, dense = self.best, self.dense_best
         return best.steps_per_s / dense.dense_steps_per_s if best and dense else None
+
+    @property
+    def over_default(self):
+        """The best build's steps per second over the default build's (both adaptive)."""
+        best, default = self.best, self.default
+        return best.steps_per_s / default.steps_per_s if best and default and default.fits \
+            else None
 
 
 class Explorer:
@@ -222,7 +240,8 @@ class Explorer:
         device = ecp5_device(synth_flow(), r.device).name
         pairs = [((c, seed), jobs.Job(
             place_key(made[0]["sha256"], tools, device, seed, r.freq_mhz), self.kinds.place,
-            (BLOCK, dict(c.changed), FAMILY, device, seed, r.freq_mhz, WORK, made[1]["key"]),
+            (BLOCK, dict(c.changed), FAMILY, device, seed, r.freq_mhz, WORK, made[1]["key"],
+             r.place_minutes * 60),
             f"{c.label} seed {seed}", c.params))
             for c, made in picked.items() for seed in range(1, r.seeds + 1)]
         seeds = self._results("place and route", pairs)
@@ -244,20 +263,52 @@ def _placed(candidate, cycles, made, seeds):
                   min(fmax))
 
 
+def default_candidate(cands):
+    """The engine's default build: the candidate with its default parameters, or one made for
+    it when the ranges leave it out (it is then timed and placed, not ranked)."""
+    from .hw import blocks
+    defaults = blocks.get(BLOCK).resolve()
+    return next((c for c in cands if c.params == defaults), Candidate((), defaults))
+
+
 def explore(explorer, cands, invalid):
     """The sweep: rank ``cands`` by the cycle model, synthesise and place the most promising
-    that fit (and the best dense one), and the :class:`Answer`."""
+    that fit, the best dense one and the default build, and the :class:`Answer`."""
     request = explorer.request
-    cycles = {c: r for c, r in explorer.cycles(cands).items() if r is not None}
-    ranked = sorted(cycles, key=lambda c: (cycles[c]["adaptive_cycles"],
-                                           cycles[c]["dense_cycles"], c.label))
+    default = default_candidate(cands)
+    timed = cands if default in cands else [*cands, default]
+    cycles = {c: r for c, r in explorer.cycles(timed).items() if r is not None}
+    ranked = sorted((c for c in cycles if c in cands),
+                    key=lambda c: (cycles[c]["adaptive_cycles"], cycles[c]["dense_cycles"],
+                                   c.label))
     picked = explorer.pick(ranked, request.synth) if request.synth else {}
     if request.synth:
-        by_dense = sorted(cycles, key=lambda c: (cycles[c]["dense_cycles"], c.label))
+        by_dense = sorted(ranked, key=lambda c: (cycles[c]["dense_cycles"], c.label))
         picked.update(explorer.pick(by_dense, 1))
+        if default in cycles:
+            picked.update(explorer.pick([default], 1))
     placed = explorer.place(picked, cycles)
-    return Answer(len(cands), invalid, [(c, cycles[c]) for c in ranked], placed,
-                  explorer.failures)
+    answer = Answer(len(cands), invalid, [(c, cycles[c]) for c in ranked], placed,
+                    explorer.failures)
+    answer.default = next((p for p in placed if p.candidate == default), None)
+    if answer.default is None:
+        answer.default_reason = _unpicked_reason(explorer, default, cycles)
+    return answer
+
+
+def _unpicked_reason(explorer, default, cycles):
+    budget = explorer.request.budget
+    if not explorer.request.synth:
+        return "not synthesised (--synth 0)"
+    if default not in cycles:
+        return "its cycle model failed"
+    if default.dsp_floor > budget.dsp:
+        return f"needs {default.dsp_floor} DSP, the budget is {budget.dsp}"
+    made = explorer.netlists([default])[default]
+    if made is None:
+        return "its synthesis failed"
+    return "over the budget in " + ", ".join(
+        f"{r.upper()} ({made[1][r]} > {getattr(budget, r)})" for r in budget.over(made[1]))
 
 
 # ------------------------------------------------------------------ the command line
@@ -266,7 +317,9 @@ def add_parser(sub):
     from .explore_jobs import DEFAULT_RANGES, DEVICES
     p = sub.add_parser("explore", help="the layer-engine build that trains this trace fastest "
                        "on an ECP5 device: cycle model, synthesis, place and route on Dask")
-    p.add_argument("trace", metavar="TRACE.npz", help="activation trace (golden/traces.py)")
+    p.add_argument("trace", metavar="TRACE.npz|NETWORK",
+                   help="activation trace (golden/traces.py), or a network of "
+                   "golden/networks.py at its densities (spartan estimate's names)")
     p.add_argument("--device", required=True, choices=DEVICES, metavar="|".join(DEVICES))
     p.add_argument("--set", action="append", metavar="NAME=V1,V2,...",
                    help="values to sweep of an engine parameter (spartan list engine; "
@@ -279,6 +332,9 @@ def add_parser(sub):
                    help="placement seeds 1..N per placed candidate (default 1)")
     p.add_argument("--synth", type=int, default=3, metavar="N",
                    help="candidates to synthesise and place (default 3; 0: cycle model only)")
+    p.add_argument("--place-minutes", type=int, default=PLACE_MINUTES, metavar="N",
+                   help="time limit of one placement; a run past it is stored as failed "
+                   f"(--retry-failed runs it again) (default {PLACE_MINUTES})")
     p.add_argument("--threshold", type=lambda t: int(t, 0), default=0xF0,
                    help="THRESHOLD register: a tile runs sparse iff density <= T/256 "
                    "(default 0xf0)")
@@ -291,6 +347,8 @@ def add_parser(sub):
     p.add_argument("--retry-failed", action="store_true",
                    help="compute again the jobs the store holds as failed")
     p.add_argument("--plot", metavar="OUT.png", help="also draw the Pareto fronts as a PNG")
+    p.add_argument("--json", metavar="OUT.json", help="also write the answer as JSON (kept in "
+                   "docs/explore/, docs/results.md shows it)")
     p.set_defaults(func=cmd_explore)
 
 
@@ -320,6 +378,7 @@ def parse_ranges(items):
 
 def _check_numbers(args):
     for option, value, least in (("--seeds", args.seeds, 1), ("--synth", args.synth, 0),
+                                 ("--place-minutes", args.place_minutes, 1),
                                  ("--workers", args.workers, 1), ("--max-lut", args.max_lut, 0),
                                  ("--max-dsp", args.max_dsp, 0),
                                  ("--max-bram", args.max_bram, 0)):
@@ -350,7 +409,7 @@ def check_request(args):
     import hashlib
 
     from .explore_jobs import MAX_CANDIDATES, candidates
-    from .golden import traces
+    from .golden import networks, traces
     from .store import checked_path
     from .usage import check_output_file, require_modules
     _check_numbers(args)
@@ -358,26 +417,36 @@ def check_request(args):
     if args.plot is not None:
         check_output_file(args.plot, "--plot")
         require_modules("spartan explore --plot", "plots", ("matplotlib",))
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     store_path = checked_path(args.store)
-    try:
-        trace = traces.load(args.trace)
-    except traces.TraceError as e:
-        raise _usage(str(e)) from None
-    with open(args.trace, "rb") as f:
-        trace_sha256 = hashlib.sha256(f.read()).hexdigest()
+    if args.trace in networks.NETWORKS and not Path(args.trace).exists():
+        trace = args.trace      # a file of that name wins, as in spartan estimate
+        trace_sha256 = digest({"network": trace,
+                               "source": source_digest("golden", ("networks.py",))})
+    else:
+        try:
+            trace = traces.load(args.trace)
+        except traces.TraceError as e:
+            raise _usage(str(e)) from None
+        with open(args.trace, "rb") as f:
+            trace_sha256 = hashlib.sha256(f.read()).hexdigest()
     cands, invalid = candidates(ranges)
     if not cands or len(cands) > MAX_CANDIDATES:
         raise _usage(f"--set ranges must give 1 to {MAX_CANDIDATES} valid engine "
                      f"configurations, not {len(cands)} ({invalid} refused)")
     request = Request(trace, trace_sha256, args.device, _budget(args), ranges, args.seeds,
-                      args.synth, args.threshold, retry_failed=args.retry_failed)
+                      args.synth, args.threshold, retry_failed=args.retry_failed,
+                      place_minutes=args.place_minutes)
     return request, store_path, (cands, invalid)
 
 
 def cmd_explore(args, kinds=JobKinds()):
+    import json
+    import os
     import sys
 
-    from .explore_report import format_answer, plot
+    from .explore_report import answer_json, format_answer, plot
     from .store import Store
     request, store_path, (cands, invalid) = check_request(args)
     try:
@@ -387,6 +456,14 @@ def cmd_explore(args, kinds=JobKinds()):
     except jobs.SchedulerUnreachable as e:
         raise _usage(str(e)) from None
     print(format_answer(answer, request, args.trace))
+    if args.json is not None:
+        staged = f"{args.json}.partial"
+        with open(staged, "w") as out:
+            json.dump(answer_json(answer, request, Path(args.trace).name,
+                                  request.trace_sha256), out, indent=1)
+            out.write("\n")
+        os.replace(staged, args.json)
+        print(f"answer: {args.json}", file=sys.stderr)
     if args.plot is not None:
         plot(answer, args.plot, request.device)
         print(f"plot: {args.plot}", file=sys.stderr)

@@ -83,10 +83,14 @@ def candidates(ranges, block=None):
 # ------------------------------------------------------------------ the job (on the workers)
 
 def cycles_job(trace, params, threshold):
-    """The engine's whole-step cycles on ``trace``: dense (every tile, MODE 1) and adaptive."""
+    """The engine's whole-step cycles on ``trace`` (a golden/traces.py Trace, or the name of a
+    golden/networks.py network, its layers at the densities given there): dense (every tile,
+    MODE 1) and adaptive."""
     from . import estimate
     from .golden.engine_timing import EngineTiming
-    layers = estimate.engine_trace(trace, EngineTiming.of(params), threshold)
+    timing = EngineTiming.of(params)
+    layers = (estimate.engine_network(trace, timing, threshold) if isinstance(trace, str)
+              else estimate.engine_trace(trace, timing, threshold))
     total = estimate.engine_totals(layers)
     return {"dense_cycles": int(total["dense_cycles"]),
             "adaptive_cycles": int(total["adaptive_cycles"]),

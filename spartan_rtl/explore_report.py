@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["pareto", "format_answer", "plot", "TOP_RANKED"]
+__all__ = ["pareto", "format_answer", "answer_json", "plot", "TOP_RANKED"]
 
 #: Candidates of the cycle model's ranking shown.
 TOP_RANKED = 10
@@ -53,10 +53,24 @@ def _placed_lines(answer):
     return lines
 
 
+def _default_line(answer, device):
+    default = answer.default
+    if default is None:
+        return f"  default build (spartan generate engine): not placed: {answer.default_reason}"
+    if not default.fits:
+        return f"  default build (spartan generate engine): does not fit {device}: " \
+               f"{default.reason}"
+    line = (f"  default build (spartan generate engine): {default.steps_per_s:.1f} steps/s "
+            f"({default.fmax_mhz:.1f} MHz, {default.cycles['adaptive_cycles']} cycles a step)")
+    return line + (f"; the best is {answer.over_default:.2f}x that" if answer.over_default
+                   else "")
+
+
 def _verdict_lines(answer, device):
     best, dense = answer.best, answer.dense_best
     if best is None:
-        return [f"  no placed candidate fits {device} within the budget"]
+        return [f"  no placed candidate fits {device} within the budget",
+                _default_line(answer, device)]
     return [f"  best that fits {device}: {best.candidate.label}: {best.steps_per_s:.1f} "
             f"training steps/s ({best.fmax_mhz:.1f} MHz mean over the seeds, "
             f"{best.cycles['adaptive_cycles']} cycles a step)",
@@ -64,7 +78,41 @@ def _verdict_lines(answer, device):
             f"(dense-only: {dense.candidate.label} forced dense, MODE 1: "
             f"{dense.dense_steps_per_s:.1f} steps/s, {dense.cycles['dense_cycles']} cycles "
             f"from the model at its measured Fmax)",
+            _default_line(answer, device),
             f"  generate it: {best.generate_command}"]
+
+
+def _placed_json(p):
+    if p is None:
+        return None
+    return {"candidate": dict(p.candidate.changed), "label": p.candidate.label,
+            "fits": p.fits, "reason": p.reason, "fmax_mhz": p.fmax_mhz,
+            "fmax_min_mhz": p.fmax_min, "steps_per_s": p.steps_per_s,
+            "dense_steps_per_s": p.dense_steps_per_s,
+            **{k: p.netlist[k] for k in ("lut", "ff", "bram", "dsp")},
+            "adaptive_cycles": p.cycles["adaptive_cycles"],
+            "dense_cycles": p.cycles["dense_cycles"],
+            "generate": p.generate_command}
+
+
+def answer_json(answer, request, trace_name, trace_sha256):
+    """The answer as data (``--json``; docs/results.md renders those kept in docs/explore/):
+    the request, the top of the ranking, every placed candidate and the verdict."""
+    r = request
+    return {"trace": trace_name, "trace_sha256": trace_sha256, "device": r.device,
+            "budget": {"lut": r.budget.lut, "dsp": r.budget.dsp, "bram": r.budget.bram},
+            "seeds": r.seeds, "synth": r.synth, "threshold": r.threshold,
+            "candidates": answer.candidates, "refused": answer.invalid,
+            "ranked": [{"label": c.label, "adaptive_cycles": cyc["adaptive_cycles"],
+                        "dense_cycles": cyc["dense_cycles"]}
+                       for c, cyc in answer.ranked[:TOP_RANKED]],
+            "placed": [_placed_json(p) for p in answer.placed],
+            "best": _placed_json(answer.best), "dense_best": _placed_json(answer.dense_best),
+            "speedup_over_dense": answer.speedup,
+            "default": _placed_json(answer.default), "default_reason": answer.default_reason,
+            "over_default": answer.over_default,
+            "failures": [{"kind": k, "label": label, "reason": reason}
+                         for k, label, reason in answer.failures]}
 
 
 def format_answer(answer, request, trace_name):

@@ -124,10 +124,12 @@ def netlist_job(block, changed, family, build=None):
     return {k: result[k] for k in NETLIST_FIELDS}
 
 
-def place_job(block, changed, family, device, seed, freq, build=None, netlist_key=None):
+def place_job(block, changed, family, device, seed, freq, build=None, netlist_key=None,
+              timeout_s=None):
     """nextpnr of one block at one size on ``device`` (a full name) with placement ``seed``:
     fits, Fmax. ``netlist_key``, the netlist row's ``key``: its netlist is taken from the work
-    folder if it is there, else (another machine's worker) synthesised again."""
+    folder if it is there, else (another machine's worker) synthesised again. ``timeout_s``:
+    nextpnr's time limit (default the flow's, ``TIMEOUT_S``); past it the job fails."""
     from .hw import blocks
     flow = synth_flow()
     found, chosen = blocks.get(block), flow.FAMILIES[family]
@@ -136,7 +138,8 @@ def place_job(block, changed, family, device, seed, freq, build=None, netlist_ke
         result, work = flow.yosys_netlist(found, changed, chosen, _work_root(flow, build))
         netlist_key = result["key"]
     target = next(d for d in chosen.devices if d.name == device)
-    placed = flow.place_seed(work, chosen, target, seed, freq, netlist_key)
+    placed = flow.place_seed(work, chosen, target, seed, freq, netlist_key,
+                             timeout_s or flow.TIMEOUT_S)
     return {k: placed.get(k) for k in PLACE_FIELDS}
 
 

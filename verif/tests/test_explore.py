@@ -66,12 +66,22 @@ def fake_verilog(block, changed, family):
 
 def fake_netlist(block, changed, family, build):
     """LUTs grow with the resident chunk; a DSP a multiplier."""
-    return {"key": "k", "lut": 10 * changed["k"] * changed["n"], "ff": 100, "bram": 1,
-            "dsp": changed["n_par"], "harness_ffs": 0}
+    p = blocks.get(block).resolve(changed)
+    return {"key": "k", "lut": 10 * p["k"] * p["n"], "ff": 100, "bram": 1, "dsp": p["n_par"],
+            "harness_ffs": 0}
 
 
-def fake_place(block, changed, family, device, seed, freq, build, netlist_key):
-    return {"fits": True, "reason": None, "fmax_mhz": fake_fmax(changed, seed)}
+def fake_place(block, changed, family, device, seed, freq, build, netlist_key, timeout_s):
+    return {"fits": True, "reason": None,
+            "fmax_mhz": fake_fmax(blocks.get(block).resolve(changed), seed)}
+
+
+def slow_wide_place(block, changed, family, device, seed, freq, build, netlist_key, timeout_s):
+    """As ``fake_place``, but ``n`` = 16 candidates route past the time limit (as placement
+    jobs do, a SynthError naming it)."""
+    if changed.get("n") == 16:
+        raise RuntimeError(f"nextpnr did not finish within {timeout_s / 60:g} min")
+    return fake_place(block, changed, family, device, seed, freq, build, netlist_key, timeout_s)
 
 
 def fake_fmax(changed, seed):
@@ -276,14 +286,127 @@ def test_candidates_are_ranked_by_the_cycle_model_and_the_fitting_ones_placed(
     assert answer.speedup == pytest.approx(steps(best) / steps(dense, dense=True))
 
 
+def test_a_placement_past_its_time_limit_is_a_failure_and_the_rest_answer(
+        client, store, tmp_path):
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=10**6, ff=10**6, dsp=28,
+                                                         bram=56), RANGES, synth=3,
+                      place_minutes=7)
+    kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=slow_wide_place,
+                     synth_tools=fake_tools)
+    answer = explore(Explorer(client, store, request, kinds), cands, invalid)
+    late = [p for p in answer.placed if p.candidate.params["n"] == 16]
+    assert late and all(not p.fits for p in late)
+    assert {(what, reason) for what, _, reason in answer.failures} == {
+        ("place and route", "RuntimeError: nextpnr did not finish within 7 min")}
+    assert answer.best is not None and answer.best.candidate.params["n"] == 8
+    assert all(p.candidate.params["n"] == 8 for p in answer.fitting)
+
+
 def test_the_generate_command_builds_the_best_configuration(client, store, tmp_path):
     trace = tiny_trace(tmp_path / "tiny.npz")
     cands, invalid = candidates(RANGES)
     request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=10**6, ff=10**6, dsp=28,
                                                          bram=56), RANGES, synth=1)
     answer = explore(Explorer(client, store, request, STUBS), cands, invalid)
+    # The default build's 64 multipliers exceed the budget: not placed, and the answer says so.
+    assert answer.default is None and answer.over_default is None
+    assert answer.default_reason == "needs 64 DSP, the budget is 28"
     words = answer.best.generate_command.split()
     assert words[:3] == ["spartan", "generate", "engine"]
     sets = dict(w.split("=") for w in words[4::2])
     params = cli.block_values(blocks.get("engine"), None, [f"{k}={v}" for k, v in sets.items()])
     assert params == {**answer.best.candidate.params, "multiplier": "ecp5"}
+
+
+def test_the_default_build_is_placed_beside_and_the_answer_kept_as_json(
+        client, tmp_path, monkeypatch, capsys):
+    """The default build (k = n = 64, 64 multipliers: LUT 40960 and 64 DSP in the stub) is
+    timed and placed although the ranges leave it out, and the JSON answer holds what the
+    text says."""
+    import json
+
+    from spartan_rtl import explore as explore_module
+    tiny_trace(tmp_path / "tiny.npz")
+    monkeypatch.setattr(explore_module, "_budget",
+                        lambda args: Budget(lut=10**6, ff=10**6, dsp=100, bram=100))
+    out = tmp_path / "answer.json"
+    args = cli.build_parser().parse_args([
+        "explore", str(tmp_path / "tiny.npz"), "--device", "LFE5U-45F", "--synth", "1",
+        "--store", str(tmp_path / "s.sqlite"), "--json", str(out),
+        *(f"--set={k}={','.join(map(str, v))}" for k, v in RANGES.items())])
+    monkeypatch.setattr(jobs, "cluster", lambda *a, **k: _Borrowed(client))
+    assert explore_module.cmd_explore(args, STUBS) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    default = doc["default"]
+    assert default["label"] == "defaults" and default["fits"]
+    assert default["fmax_mhz"] == fake_fmax(blocks.get("engine").resolve(), 1)
+    trace = traces.load(tmp_path / "tiny.npz")
+    assert default["adaptive_cycles"] == model_cycles(trace, blocks.get("engine").resolve())
+    assert doc["over_default"] == pytest.approx(
+        doc["best"]["steps_per_s"] / default["steps_per_s"])
+    assert len(doc["ranked"]) == 10 and doc["candidates"] == 12
+    assert "defaults" not in [r["label"] for r in doc["ranked"]]
+    assert f"default build (spartan generate engine): {default['steps_per_s']:.1f} steps/s" \
+        in text
+    assert f"the best is {doc['over_default']:.2f}x that" in text
+
+
+class _Borrowed:
+    """The module's client lent to ``cmd_explore`` as its cluster, not closed after."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def __enter__(self):
+        return self.client
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_docs_results_shows_each_kept_answer_beside_its_default_build(client, store, tmp_path):
+    import json
+
+    from spartan_rtl.explore_report import answer_json
+    from verif.flows import results
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    paths = []
+    for device, dsp in (("LFE5U-25F", 28), ("LFE5U-85F", 156)):
+        request = Request(trace, "tiny", device, Budget(lut=10**6, ff=10**6, dsp=dsp,
+                                                        bram=200), RANGES, synth=1)
+        answer = explore(Explorer(client, store, request, STUBS), cands, invalid)
+        paths.append(tmp_path / f"{device}.json")
+        paths[-1].write_text(json.dumps(answer_json(answer, request, "tiny.npz", "abc")))
+    rows = [line for line in results.explore_md(paths) if line.startswith("| LFE5U")]
+    assert len(rows) == 2
+    small, big = (json.loads(p.read_text()) for p in paths)
+    assert small["best"]["label"] in rows[0] and big["best"]["label"] in rows[1]
+    assert "not placed: needs 64 DSP, the budget is 28" in rows[0]
+    assert f"the best is {big['over_default']:.2f}x that" in rows[1]
+    assert f"{big['speedup_over_dense']:.2f}x the best dense-only" in rows[1]
+    assert results.explore_md([]) == []
+
+
+def test_a_network_name_explores_its_layers_at_the_densities_of_networks_py(
+        client, store, tmp_path):
+    from spartan_rtl.explore import check_request
+    args = cli.build_parser().parse_args([
+        "explore", "alexnet", "--device", "LFE5U-85F", "--synth", "0",
+        "--store", str(tmp_path / "s.sqlite"),
+        # Large resident chunks: AlexNet's whole step is then a second a candidate.
+        "--set=lanes=8", "--set=k=64", "--set=n=32,64", "--set=n_par=16,32",
+        "--set=acc_rows=256"])
+    request, _, (cands, invalid) = check_request(args)
+    assert request.trace == "alexnet"
+    answer = explore(Explorer(client, store, request, STUBS), cands, invalid)
+
+    def network_cycles(params):
+        layers = estimate.engine_network("alexnet", EngineTiming.of(params), 0xF0)
+        return estimate.engine_totals(layers)["adaptive_cycles"]
+    assert [cyc["adaptive_cycles"] for _, cyc in answer.ranked] == \
+        sorted(network_cycles(c.params) for c in cands)
+    assert answer.placed == [] and answer.default_reason == "not synthesised (--synth 0)"

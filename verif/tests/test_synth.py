@@ -5,6 +5,7 @@ by hand in the comments. The flow itself runs in ``make synth`` only (minutes to
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -84,6 +85,14 @@ def test_utilisation_keeps_used_resources():
 def test_no_fit_detected_and_other_failures_not():
     assert "no BELs remaining" in synth.no_fit_reason(NO_FIT_LOG)
     assert synth.no_fit_reason("ERROR: syntax error in netlist.json") is None
+
+
+def test_a_tool_past_its_time_limit_is_killed_and_is_a_synth_error(tmp_path):
+    from verif.flows.synth import tools
+    started = time.monotonic()
+    with pytest.raises(synth.SynthError, match=r"^sleep did not finish within 0.01 min"):
+        tools._run(["sleep", "30"], tmp_path / "sleep.log", tmp_path, timeout_s=0.6)
+    assert time.monotonic() - started < 10
 
 
 def test_fmax_statistics_over_seeds():

@@ -61,7 +61,7 @@ class FakeTools:
                  "bram": 2, "dsp": 8, "lutram": 0, "cells": {"LUT4": 1}, "yosys_seconds": 1.0},
                 synth.netlist_dir(block, changed, family, build))
 
-    def place(self, work, family, device, seed, freq, netlist_key):
+    def place(self, work, family, device, seed, freq, netlist_key, timeout_s):
         self._note("nextpnr", work.parent.name, seed)     # work: .../<size tag>/<family>
         return {"seed": seed, "key": "k", "fits": True, "fmax_mhz": 100.0 + seed,
                 "critical_path": {"from": "a", "to": "b", "delay_ns": 1.0}, "seconds": 1.0,

@@ -55,12 +55,17 @@ def _exe(name):
     return str(path) if path.exists() else name
 
 
-def _run(argv, log_path, cwd):
-    """Run a tool at the lowest priority; its stdout+stderr go to ``log_path``."""
+def _run(argv, log_path, cwd, timeout_s=TIMEOUT_S):
+    """Run a tool at the lowest priority; its stdout+stderr go to ``log_path``. A run past
+    ``timeout_s`` is killed and is a :class:`SynthError`."""
     with open(log_path, "w") as log:
-        proc = subprocess.run(["nice", "-n", "19", _exe(argv[0]), *argv[1:]], cwd=cwd,
-                              stdout=log, stderr=subprocess.STDOUT, env=tool_env(xdg_cache=True),
-                              timeout=TIMEOUT_S)
+        try:
+            proc = subprocess.run(["nice", "-n", "19", _exe(argv[0]), *argv[1:]], cwd=cwd,
+                                  stdout=log, stderr=subprocess.STDOUT,
+                                  env=tool_env(xdg_cache=True), timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise SynthError(f"{argv[0]} did not finish within {timeout_s / 60:g} min; "
+                             f"see {log_path}") from None
     return proc.returncode
 
 
@@ -156,9 +161,10 @@ def yosys_netlist(block, changed, family, build=None):
     return result, work
 
 
-def place_seed(work, family, device, seed, freq, netlist_key):
+def place_seed(work, family, device, seed, freq, netlist_key, timeout_s=TIMEOUT_S):
     """nextpnr of ``work/netlist.json`` on ``device`` with placement ``seed``: Fmax and
-    critical path, or ``fits=False`` and the reason; cached per seed."""
+    critical path, or ``fits=False`` and the reason; cached per seed. A run past
+    ``timeout_s`` is a :class:`SynthError` and caches nothing."""
     key = _key([netlist_key, device.args, freq, seed, FLOW])
     where = work / device.name / f"seed{seed}"
     result = _cached(where / "seed.json", key)
@@ -171,7 +177,7 @@ def place_seed(work, family, device, seed, freq, netlist_key):
     netlist = os.path.relpath(work / "netlist.json", where)
     rc = _run([family.nextpnr, *device.args, "--json", netlist, "--freq", str(freq),
                "--seed", str(seed), "--timing-allow-fail", "--report", "report.json",
-               "--log", log.name, "-q"], where / "nextpnr.out", where)
+               "--log", log.name, "-q"], where / "nextpnr.out", where, timeout_s)
     log_text = (log.read_text() if log.exists() else "") + (where / "nextpnr.out").read_text()
     result = {"seed": seed, "key": key}
     if rc != 0:
