@@ -88,8 +88,9 @@ READ_SLICE = 1
 #: A block's last beat written into the transposer to its first beat read out.
 TRANSPOSE_TURN = 4
 #: A ``C`` beat's transfer to its first word offered to the writer (the register slice between
-#: the GEMM and the accumulator, the accumulator's two stages, the results FIFO).
-ACC_TO_WRITER = 5
+#: the GEMM and the accumulator, the accumulator's two stages, the results FIFO, its output
+#: register).
+ACC_TO_WRITER = 6
 #: The last write's last W beat to ``BUSY`` falling (the response, then the idle check).
 WRITE_RESPONSE = 4
 #: Rows of a tile stepped exactly before the closed form takes over.

@@ -208,7 +208,8 @@ class Accumulator(wiring.Component):
         depth = p["rows"] * (p["n"] // L)
         m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[])
         rp, wp = sums.read_port(), sums.write_port()
-        m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=depth)
+        # ``depth - 1`` entries, and ``out_word`` holds the last (see ``_read_out``).
+        m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=depth - 1)
 
         cmd, c = self.cmd, self.c
         addr = Signal(range(max(depth, 2)))
@@ -220,9 +221,11 @@ class Accumulator(wiring.Component):
         s1_last, s2_last = Signal(name="s1_last"), Signal(name="s2_last")
         s2_stored = Signal(L * A)
         pipeline_empty = ~s1_valid & ~s2_valid
-        # A last chunk's beat is taken only with room in ``results`` for it and the two ahead.
+        out_valid = self._read_out(m, results)
+        # A last chunk's beat is taken only with room for it and the two ahead in ``results``
+        # and ``out_word``.
         room = Signal()
-        m.d.comb += room.eq(results.level + s1_valid + s2_valid < depth)
+        m.d.comb += room.eq(results.level + out_valid + s1_valid + s2_valid < depth)
         m.d.comb += c.ready.eq(cmd.valid & ((addr != 0) | pipeline_empty)
                                & (~cmd.payload.last | room))
         take = c.valid & c.ready
@@ -239,8 +242,24 @@ class Accumulator(wiring.Component):
         m.d.comb += [
             wp.addr.eq(s2_addr), wp.data.eq(total), wp.en.eq(s2_valid & ~s2_last),
             results.w_en.eq(s2_valid & s2_last), results.w_data.eq(total),
-            self.out.valid.eq(results.r_rdy), self.out.payload.eq(results.r_data),
-            results.r_en.eq(self.out.ready),
-            self.idle.eq(pipeline_empty & (results.level == 0) & ~cmd.valid),
+            self.idle.eq(pipeline_empty & (results.level == 0) & ~out_valid & ~cmd.valid),
         ]
         return m
+
+    def _read_out(self, m, results):
+        """``out`` from a register, ``out_word``, loaded from ``results`` as it empties. Why:
+        ``results`` is two block RAMs deep at the defaults, and their read data went through
+        the multiplexer between them into the writer's word select and out on W, the engine's
+        slowest path (12.3 ns on ECP5). The register is one of the ``depth`` entries, so the
+        room a last chunk waits for is unchanged; a word reaches ``out`` one cycle later, and
+        back to back as before while the writer drains. Returns ``out_valid``."""
+        out_valid = Signal(name="out_valid")
+        out_word = Signal(results.width, name="out_word")
+        load = Signal()
+        m.d.comb += [load.eq(results.r_rdy & (~out_valid | self.out.ready)),
+                     results.r_en.eq(load),
+                     self.out.valid.eq(out_valid), self.out.payload.eq(out_word)]
+        m.d.sync += out_valid.eq(load | (out_valid & ~self.out.ready))
+        with m.If(load):
+            m.d.sync += out_word.eq(results.r_data)
+        return out_valid

@@ -789,6 +789,30 @@ NOTES = {
         "equivalent: the next level of the writer's one-bit `pending` queue; with the arms "
         "swapped a read gives Yosys' `x` arm (0 in Verilator), which is `level - 1` of a queue "
         "that holds its one entry, and a write gives `level - 1`, the same bit as `level + 1`.",
+    ("engine", "assign _0510_ = _0509_[32] ? 32'd4294967295 : _0509_[31:0];",
+     "assign _0510_ = _0509_[32] ? 32'h0 : _0509_[31:0];"):
+        "`MACS_DONE` saturating at 0 instead of 2**32 - 1: beyond simulation (over 4e9 MACs) "
+        "until a test wrote the counters through the simulator. Killed by the new "
+        "`counters_saturate` (tb_engine.py): each core counter set to 2**32 - 2 mid-layer.",
+    ("engine", "assign _0512_ = _0511_[32] ? 32'd4294967295 : _0511_[31:0];",
+     "assign _0512_ = _0511_[32] ? 32'hfffffffe : _0511_[31:0];"):
+        "`MACS_SKIPPED` saturating at 2**32 - 2: killed by the new `counters_saturate`, as "
+        "above.",
+    ("engine", "if (\\core.writer.lengths.w_port__en )", "if (1'h1)"):
+        "the writer's queue of burst lengths (8) written every cycle: harmless unless it is "
+        "full while the bursts queued differ in length, and cocotbext-axi's memory takes only "
+        "two write addresses ahead of their data, so it never filled. Killed by `writes_held` "
+        "(tb_engine.py) now holding W alone, with a memory that takes 16 addresses ahead, on "
+        "rows of `max_burst + 4` words (bursts of 16 and 4 beats): `wlast` lands on the wrong "
+        "beat.",
+    ("engine", "assign _0329_[0] = \\core.writer.pending.inner_level  + 1'h1;",
+     "assign _0329_[0] = \\core.writer.pending.inner_level  - 1'h1;"):
+        "equivalent: the writer's `pending` queue's inner level is one bit (a two-entry "
+        "buffered FIFO keeps one entry inside), and one bit plus one is one bit minus one.",
+    ("engine", "assign _2002_[32:7] = 26'h0000000;", "assign _2002_[32:7] = 26'h1;"):
+        "equivalent: bits 32:7 of one register's term in the register read's OR of selected "
+        "words (`read_reg_hit`, hw/axil.py); the OR takes only its bits 6:0 "
+        "(`_2001_[31:0] | _2002_[6:0]`): that register is the constant 0x40, 7 bits wide.",
     ("engine", "assign _1748_ = \\core.reader.out_slice.skid_valid  ? 1'h0 : 1'hx;",
      "assign _1748_ = \\core.reader.out_slice.skid_valid  ? 1'hx : 1'h0;"):
         "equivalent: the arms of a multiplexer whose other arm is Yosys' `x` (a don't-care, "

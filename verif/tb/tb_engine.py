@@ -43,6 +43,7 @@ from cocotbext.axi.memory import Memory
 from spartan_rtl.golden import engine as golden
 from spartan_rtl.golden.engine import EngineModel
 from spartan_rtl.golden.formats import mask, random_elements, to_signed
+from spartan_rtl.hw.core import COUNTERS as core_counters
 from spartan_rtl.tb.axis import Bench, pauses, read_int, test_args
 from spartan_rtl.tb.profile import SATURATE, Profile, Waiver
 from spartan_rtl.tb.tb_compactor import pattern_tiles
@@ -53,6 +54,8 @@ from spartan_rtl.tb.tb_core import expect_config
 CHECKED_COUNTERS = ("TILES_DENSE", "TILES_SPARSE", "ROWS_EMPTY", "MACS_DONE", "MACS_SKIPPED",
                     "ZERO_BEATS", "TILES_BELOW")
 BUS_COUNTERS = ("A_WORDS", "B_WORDS", "C_WORDS")
+#: The core's statistics counters (hw/core.py ``COUNTERS``), as registers of the engine.
+CORE_COUNTERS = tuple(name for name, _, _ in core_counters)
 BUSY, DONE, ERR = 1, 2, 4
 RESP = {"SLVERR": AxiResp.SLVERR, "DECERR": AxiResp.DECERR}
 TOP = 1 << 32
@@ -1217,17 +1220,24 @@ async def table_end(dut):
 
 @cocotb.test()
 async def writes_held(dut):
-    """The write channels held while a layer of two row groups computes: the first group's
-    results fill the accumulator's results FIFO (a row group deep), the second group's only
-    chunk waits for room, and the stall backs up through the register slice on ``C`` (its
-    skid register) into the GEMM, the compactor's FIFOs and the reader, until no R beat moves.
-    Then the writes run again (random pauses) and every result must be right."""
+    """W held while a layer of two row groups computes: the first group's results fill the
+    accumulator's results FIFO (a row group deep), the second group's only chunk waits for
+    room, and the stall backs up through the register slice on ``C`` (its skid register) into
+    the GEMM, the compactor's FIFOs and the reader, until no R beat moves. AW is not held: the
+    writer's addresses run ahead until its queue of burst lengths (``lengths``) is full, and
+    with rows of ``max_burst + 4`` words that queue holds bursts of two lengths. Then W runs
+    again (random pauses) and every result must be right."""
     tb = EngineTB(dut)
     await tb.start()
     p = tb.p
-    M, K, N = 2 * p["acc_rows"], p["k"], p["n"]
+    row_words = p["max_burst"] + 4
+    M, K = 2 * p["acc_rows"], p["k"]
+    N = min(p["n"], row_words * p["data_width"] // p["acc_width"])
     a, b = tb.operands(0, M, K, N, density=0.05, empty_rows=0.0)
-    held = (tb.ram.write_if.aw_channel, tb.ram.write_if.w_channel)
+    # A memory that takes write addresses well ahead of their data (an interconnect's AW
+    # buffer): cocotbext-axi's takes two, and the writer's length queue holds eight.
+    tb.ram.write_if.aw_channel.queue_occupancy_limit = 16
+    held = (tb.ram.write_if.w_channel,)
     for channel in held:
         channel.clear_pause_generator()
         channel.pause = True
@@ -1246,6 +1256,44 @@ async def writes_held(dut):
     for channel in held:
         channel.pause = False
         channel.set_pause_generator(pauses(tb.rng, 0.3))
+    await tb.finish(run)
+
+
+def counter_handles(dut, names):
+    """The registers behind the core's statistics counters ``names`` in the engine's Verilog
+    (``\\core.NAME_NAME``: the field and its register merged by Yosys), for a backdoor write.
+    Found by walking the top's signals: the simulators spell an escaped name differently
+    (Verilator keeps the backslash and the closing space)."""
+    want = {f"core.{name}_{name}": name for name in names}
+    found = {want[h._name.lstrip("\\").rstrip()]: h for h in dut
+             if h._name.lstrip("\\").rstrip() in want}
+    assert len(found) == len(want), f"no register for {sorted(set(names) - set(found))}"
+    return found
+
+
+@cocotb.test()
+async def counters_saturate(dut):
+    """The statistics counters stop at 2**32 - 1: a layer's counts reach it in no simulation
+    (over 4e9 events), so each counter register is written through the simulator, mid-layer, to
+    2**32 - 2. Those that count again after it must read 2**32 - 1 (MACS_DONE and MACS_SKIPPED
+    add at least ``n`` a row, CYCLES one a cycle), the others 2**32 - 2; the results are right."""
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    near = (1 << 32) - 2
+    a, b = tb.operands(0, 4 * p["lanes"], p["k"], p["n"], density=0.5, empty_rows=0.0)
+    run = await tb.launch(0, a, b, mode=2)
+    await tb.wait_cycles(40)      # START accepted and its descriptor checks run: counters zeroed
+    assert read_int(dut.irq) == 0 and not (await tb.read("STATUS")) & DONE
+    for handle in counter_handles(dut, CORE_COUNTERS).values():
+        handle.value = near
+    await tb.wait_done(run)
+    got = await tb.read_counters(CORE_COUNTERS)
+    for name, value in got.items():
+        want = (near + 1,) if name in ("MACS_DONE", "MACS_SKIPPED", "CYCLES") else \
+            (near, near + 1)
+        assert value in want, f"{name} = {value:#x}, expected {' or '.join(map(hex, want))}"
+    tb.model.counters.update(got)          # the backdoor's values, not the model's counts
     await tb.finish(run)
 
 
@@ -1366,7 +1414,7 @@ PROFILE = Profile(
     # and loader position, the refused descriptors every check, the table's end is crossed,
     # and every register is read. Run by name: ``python -m verif.flows.mutants engine --max 40``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
-                   "writes_held"],
+                   "writes_held", "counters_saturate"],
                   {"layers": 3, "big": True}),
     fuzz_examples=2,
     coverage_waivers=(
