@@ -475,8 +475,8 @@ def explore_md(paths):
         return []
     answers = [json.loads(Path(p).read_text()) for p in paths]
     return ["## Design-space exploration (`spartan explore`)", "",
-            "Answers of `spartan explore TRACE --device D --json docs/explore/NAME.json` "
-            "(docs/explore.md), kept in docs/explore/: the training step's cycles from the "
+            "Answers of `spartan explore TRACE --device D --json OUT.json` (docs/explore.md), "
+            "kept in docs/explore/: the training step's cycles from the "
             "engine's cycle model on the trace, Fmax from place and route (mean over the "
             "seeds), steps/s = Fmax / cycles a step (every tile sparse or dense as the trace's "
             "density decides).", "",
