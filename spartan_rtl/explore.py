@@ -164,6 +164,8 @@ class Explorer:
     def __init__(self, client, store, request, kinds=JobKinds(), stream=None):
         self.client, self.store, self.request, self.kinds = client, store, request, kinds
         self.stream, self.failures = stream, []
+        #: Why :meth:`pick` passed over a candidate: its DSP floor, its synthesis, its netlist.
+        self.passed_over = {}
         self._synth_tools = None
         self._trace = None
 
@@ -221,16 +223,28 @@ class Explorer:
 
     def pick(self, ranked, count):
         """The first ``count`` of ``ranked`` whose netlist fits the budget, synthesising in
-        rounds; at most ``SYNTH_TRIES_PER_PICK * count`` netlists. ``{candidate: netlist}``."""
+        rounds; at most ``SYNTH_TRIES_PER_PICK * count`` netlists. ``{candidate: netlist}``;
+        the reason for each candidate passed over goes to :attr:`passed_over`."""
         budget, picked, tried = self.request.budget, {}, 0
-        queue = [c for c in ranked if c.dsp_floor <= budget.dsp]
+        queue = []
+        for c in ranked:
+            if c.dsp_floor <= budget.dsp:
+                queue.append(c)
+            else:
+                self.passed_over[c] = f"needs {c.dsp_floor} DSP, the budget is {budget.dsp}"
         limit = SYNTH_TRIES_PER_PICK * count
         while len(picked) < count and queue and tried < limit:
             size = min(count - len(picked), limit - tried)
             batch, queue = queue[:size], queue[size:]
             tried += size
             for c, made in self.netlists(batch).items():
-                if made is not None and not budget.over(made[1]):
+                excess = budget.excess(made[1]) if made is not None else None
+                if made is None:
+                    self.passed_over[c] = "its synthesis failed"
+                elif excess:
+                    self.passed_over[c] = "over the budget in " + ", ".join(
+                        f"{r.upper()} ({want} > {have})" for r, want, have in excess)
+                else:
                     picked[c] = made
         return picked
 
@@ -288,27 +302,14 @@ def explore(explorer, cands, invalid):
         if default in cycles:
             picked.update(explorer.pick([default], 1))
     placed = explorer.place(picked, cycles)
-    answer = Answer(len(cands), invalid, [(c, cycles[c]) for c in ranked], placed,
-                    explorer.failures)
-    answer.default = next((p for p in placed if p.candidate == default), None)
-    if answer.default is None:
-        answer.default_reason = _unpicked_reason(explorer, default, cycles)
-    return answer
-
-
-def _unpicked_reason(explorer, default, cycles):
-    budget = explorer.request.budget
-    if not explorer.request.synth:
-        return "not synthesised (--synth 0)"
-    if default not in cycles:
-        return "its cycle model failed"
-    if default.dsp_floor > budget.dsp:
-        return f"needs {default.dsp_floor} DSP, the budget is {budget.dsp}"
-    made = explorer.netlists([default])[default]
-    if made is None:
-        return "its synthesis failed"
-    return "over the budget in " + ", ".join(
-        f"{r.upper()} ({made[1][r]} > {getattr(budget, r)})" for r in budget.over(made[1]))
+    placed_default = next((p for p in placed if p.candidate == default), None)
+    reason = None
+    if placed_default is None:
+        reason = ("not synthesised (--synth 0)" if not request.synth
+                  else "its cycle model failed" if default not in cycles
+                  else explorer.passed_over[default])
+    return Answer(len(cands), invalid, [(c, cycles[c]) for c in ranked], placed,
+                  explorer.failures, default=placed_default, default_reason=reason)
 
 
 # ------------------------------------------------------------------ the command line

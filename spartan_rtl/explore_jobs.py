@@ -57,11 +57,17 @@ class Budget:
     dsp: int
     bram: int
 
-    def over(self, counts):
-        """The resources of which ``counts`` (a netlist's) wants more than the budget; the
-        synthesis harness's flip-flops count, as they do in placement."""
+    def excess(self, counts):
+        """``[(resource, wanted, budget)]`` of the resources of which ``counts`` (a netlist's)
+        wants more than the budget; the synthesis harness's flip-flops count, as they do in
+        placement."""
         want = dict(counts, ff=counts["ff"] + counts.get("harness_ffs", 0))
-        return [r for r in ("lut", "ff", "dsp", "bram") if want[r] > getattr(self, r)]
+        return [(r, want[r], getattr(self, r)) for r in ("lut", "ff", "dsp", "bram")
+                if want[r] > getattr(self, r)]
+
+    def over(self, counts):
+        """The resources of which ``counts`` wants more than the budget (:meth:`excess`)."""
+        return [r for r, _, _ in self.excess(counts)]
 
 
 def candidates(ranges, block=None):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["pareto", "format_answer", "answer_json", "plot", "TOP_RANKED"]
+__all__ = ["pareto", "format_answer", "answer_json", "answers_markdown", "plot", "TOP_RANKED"]
 
 #: Candidates of the cycle model's ranking shown.
 TOP_RANKED = 10
@@ -53,17 +53,21 @@ def _placed_lines(answer):
     return lines
 
 
-def _default_line(answer, device):
-    default = answer.default
+def _default_text(default, reason, over_default, device):
+    """The default build's figures (its :func:`answer_json` entry, or None) and the best
+    build's gain over it, or why it was not placed: for the text answer and the table."""
     if default is None:
-        return f"  default build (spartan generate engine): not placed: {answer.default_reason}"
-    if not default.fits:
-        return f"  default build (spartan generate engine): does not fit {device}: " \
-               f"{default.reason}"
-    line = (f"  default build (spartan generate engine): {default.steps_per_s:.1f} steps/s "
-            f"({default.fmax_mhz:.1f} MHz, {default.cycles['adaptive_cycles']} cycles a step)")
-    return line + (f"; the best is {answer.over_default:.2f}x that" if answer.over_default
-                   else "")
+        return f"not placed: {reason}"
+    if not default["fits"]:
+        return f"does not fit {device}: {default['reason']}"
+    text = (f"{default['steps_per_s']:.1f} steps/s ({default['fmax_mhz']:.1f} MHz, "
+            f"{default['adaptive_cycles']} cycles a step)")
+    return text + (f"; the best is {over_default:.2f}x that" if over_default else "")
+
+
+def _default_line(answer, device):
+    return "  default build (spartan generate engine): " + _default_text(
+        _placed_json(answer.default), answer.default_reason, answer.over_default, device)
 
 
 def _verdict_lines(answer, device):
@@ -113,6 +117,40 @@ def answer_json(answer, request, trace_name, trace_sha256):
             "over_default": answer.over_default,
             "failures": [{"kind": k, "label": label, "reason": reason}
                          for k, label, reason in answer.failures]}
+
+
+def _build_cell(p):
+    return (f"{p['label']}: {p['fmax_mhz']:.1f} MHz, {p['steps_per_s']:.1f} steps/s "
+            f"(LUT {p['lut']}, DSP {p['dsp']}, BRAM {p['bram']})")
+
+
+def _answer_row(a):
+    best, dense = a["best"], a["dense_best"]
+    if best is None:
+        best_cell = "no placed candidate fits"
+    else:
+        best_cell = _build_cell(best) + f"; {a['speedup_over_dense']:.2f}x the best dense-only " \
+            f"({dense['label']}, {dense['dense_steps_per_s']:.1f} steps/s)"
+    default_cell = _default_text(a["default"], a["default_reason"], a["over_default"],
+                                 a["device"])
+    placed = sum(p["fits"] for p in a["placed"])
+    return (f"| {a['device']} | {a['trace']} | {a['candidates']} ({len(a['placed'])} placed, "
+            f"{placed} fit) | {best_cell} | {default_cell} |")
+
+
+def answers_markdown(answers):
+    """A table of answers (:func:`answer_json` documents), one row each, the default build
+    beside; nothing for none."""
+    if not answers:
+        return []
+    return ["## Design-space exploration (`spartan explore`)", "",
+            "Answers of `spartan explore TRACE --device D --json OUT.json` (docs/explore.md), "
+            "kept in docs/explore/: the training step's cycles from the "
+            "engine's cycle model on the trace, Fmax from place and route (mean over the "
+            "seeds), steps/s = Fmax / cycles a step (every tile sparse or dense as the trace's "
+            "density decides).", "",
+            "| device | trace | candidates | best that fits | default build |",
+            "|---|---|---|---|---|", *(_answer_row(a) for a in answers), ""]
 
 
 def format_answer(answer, request, trace_name):

@@ -444,44 +444,10 @@ def markdown(results, rel="img"):
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _build_cell(p):
-    return (f"{p['label']}: {p['fmax_mhz']:.1f} MHz, {p['steps_per_s']:.1f} steps/s "
-            f"(LUT {p['lut']}, DSP {p['dsp']}, BRAM {p['bram']})")
-
-
-def _explore_row(a):
-    best, dense, default = a["best"], a["dense_best"], a["default"]
-    if best is None:
-        best_cell = "no placed candidate fits"
-    else:
-        best_cell = _build_cell(best) + f"; {a['speedup_over_dense']:.2f}x the best dense-only " \
-            f"({dense['label']}, {dense['dense_steps_per_s']:.1f} steps/s)"
-    if default is None:
-        default_cell = f"not placed: {a['default_reason']}"
-    elif not default["fits"]:
-        default_cell = f"does not fit: {default['reason']}"
-    else:
-        default_cell = _build_cell(default) + (
-            f"; the best is {a['over_default']:.2f}x that" if a["over_default"] else "")
-    placed = sum(p["fits"] for p in a["placed"])
-    return (f"| {a['device']} | {a['trace']} | {a['candidates']} ({len(a['placed'])} placed, "
-            f"{placed} fit) | {best_cell} | {default_cell} |")
-
-
 def explore_md(paths):
-    """The explorer's answers kept in docs/explore/ (``spartan explore --json``), one row
-    each, the default build beside."""
-    if not paths:
-        return []
-    answers = [json.loads(Path(p).read_text()) for p in paths]
-    return ["## Design-space exploration (`spartan explore`)", "",
-            "Answers of `spartan explore TRACE --device D --json OUT.json` (docs/explore.md), "
-            "kept in docs/explore/: the training step's cycles from the "
-            "engine's cycle model on the trace, Fmax from place and route (mean over the "
-            "seeds), steps/s = Fmax / cycles a step (every tile sparse or dense as the trace's "
-            "density decides).", "",
-            "| device | trace | candidates | best that fits | default build |",
-            "|---|---|---|---|---|", *(_explore_row(a) for a in answers), ""]
+    """The explorer's answers kept in docs/explore/ (``spartan explore --json``) as a table."""
+    from spartan_rtl.explore_report import answers_markdown
+    return answers_markdown([json.loads(Path(p).read_text()) for p in paths])
 
 
 def write(results, path=ROOT / "docs" / "results.md"):
