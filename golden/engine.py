@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .core import EVENT_COUNTERS, MODES, CoreModel
-from .formats import mask, to_signed
+from .formats import is_zero, mask, to_signed
+from .gemm import GemmTiming, row_passes
 from .monitor import tile_stats
 
 __all__ = ["OPS", "ERR_CODES", "MAX_DIM", "MODES", "EVENT_COUNTERS", "layer", "layer_values",
@@ -302,8 +303,21 @@ class EngineModel(CoreModel):
     def run_block(self, block):
         """One tile (``mv × k`` raw block of the ``A`` operand): decide, count, then record its
         measurement in entry ``TABLE_BASE + t`` (the core's accounting). Returns True when it
-        ran sparse."""
-        return self.account(block)
+        ran sparse.
+
+        The dense-only twin (``sparse`` false) measures and decides nothing: every tile runs
+        dense, every row's ``k*n`` MACs are done, the table stays empty, and only the counters
+        of the GEMM and the input (``ROWS_EMPTY``) count."""
+        if self.params.get("sparse", True):
+            return self.account(block)
+        p = self.params
+        rows = block.shape[0]
+        self._add("MACS_DONE", rows * p["k"] * p["n"])
+        self._add("CONFLICT_CYCLES", rows * row_passes((1 << p["k"]) - 1, GemmTiming.of(p))[1])
+        self._add("ROWS_EMPTY", int(is_zero(block, p["width"], "int").all(axis=1).sum()))
+        self._add("TILES_DENSE", 1)
+        self.tile += 1
+        return False
 
     def run_layer(self, op, a, b, M, K, N):
         """Every tile of an accepted layer, in order (tiles numbered from 0); returns the

@@ -118,9 +118,11 @@ class EngineTiming:
     max_burst: int = 16
     #: AR transfer to its first R beat: 2 for cocotbext-axi's AxiRam, the testbench's memory.
     read_latency: int = 2
+    #: False: the dense-only twin (no compactor; the GEMM's dense-only build).
+    sparse: bool = True
 
     FIELDS = ("lanes", "width", "k", "n", "k_par", "n_par", "b_banks", "acc_rows", "acc_width",
-              "data_width", "max_burst")
+              "data_width", "max_burst", "sparse")
 
     @classmethod
     def of(cls, params, **kwargs):
@@ -139,7 +141,7 @@ class EngineTiming:
     @property
     def gemm(self):
         return GemmTiming(lanes=self.lanes, k=self.k, n=self.n, k_par=self.k_par,
-                          n_par=self.n_par, b_banks=self.b_banks, sparse=True)
+                          n_par=self.n_par, b_banks=self.b_banks, sparse=self.sparse)
 
     @property
     def beats_per_row(self):
@@ -148,7 +150,10 @@ class EngineTiming:
 
     @property
     def mask_latency(self):
-        """The compactor: a row's last input beat to its mask (docs/compactor.md)."""
+        """The compactor: a row's last input beat to its mask (docs/compactor.md); the
+        twin's mask FIFO: the next edge."""
+        if not self.sparse:
+            return 1
         return 7 if self.lanes >= 8 else 2
 
     @property
@@ -571,6 +576,7 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
         raise ValueError(f"nnz must be (Mo, ceil(Ki/k)) = {(Mo, len(kvs))}, not {nnz.shape}")
     n_nc, n_mt, n_kc = len(nvs), len(mvs), len(kvs)
     T = n_nc * n_mt * n_kc
+    sparse = sparse if t.sparse else False   # the dense-only twin runs every tile dense
     modes = np.broadcast_to(np.asarray(sparse, dtype=bool), (T,)).reshape(n_nc, n_mt, n_kc)
     prof = _block_profiles(nnz, modes, mvs, t, transposed=op == 2)
     # The steps in the engine's order (result column chunk, row group, inner chunk).

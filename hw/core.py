@@ -219,23 +219,60 @@ def tile_datapath(m, p, regs, *, a, b, c):
     fields of :func:`register_map` the data path uses (added by that block). ``a``: the ``A``
     stream read here (its ``ready`` driven here); ``b``: an outgoing ``B`` stream view, ``c``
     an incoming ``C`` stream view, connected to the GEMM.
+
+    ``p["sparse"]`` false (the engine's dense-only twin, for area comparison): no monitor,
+    compactor, decision or density table, and the GEMM's dense-only build; every tile runs
+    dense, the table's entries read 0 (never valid), and the counters of what those blocks
+    measure (``TILES_SPARSE``, ``ZERO_BEATS``, ``TILES_BELOW``, ``A_ERRORS``) stay 0.
     """
     L, W, K = p["lanes"], p["width"], p["k"]
-    gemm_params = {q.name: p[q.name] for q in GEMM_PARAMS if q.name != "sparse"}
+    sparse = p.get("sparse", True)   # (the core has no such parameter: it always skips zeros)
+    gemm_params = {q.name: p[q.name] for q in GEMM_PARAMS if q.name in p}
 
-    m.submodules.monitor = monitor = SparsityMonitor(
-        lanes=L, width=W, number_format="int", max_tile_elems=p["max_tile_elems"])
-    m.submodules.compactor = compactor = Compactor(lanes=L, width=W, number_format="int",
-                                                   cols=K)
+    if sparse:
+        m.submodules.monitor = monitor = SparsityMonitor(
+            lanes=L, width=W, number_format="int", max_tile_elems=p["max_tile_elems"])
+        m.submodules.compactor = compactor = Compactor(lanes=L, width=W, number_format="int",
+                                                       cols=K)
     m.submodules.gemm = gemm = SparseGemm(**gemm_params)
     if isinstance(regs, AxiLiteRegisters):
         m.submodules.regs = regs
     m.submodules.modes = modes = fifo.SyncFIFO(width=1, depth=TILES_IN_FLIGHT)
 
     f = regs.fields
+    clear = f[("CTRL", "CLEAR")]
+    if sparse:
+        a_tile, a_take, events = _adaptive_tiles(m, p, regs, a, monitor, compactor, modes)
+        mask_out, data_out = compactor.m_axis_mask, compactor.m_axis_data
+    else:
+        a_tile, a_take, mask_out, data_out = _whole_rows(m, p, regs, a, modes)
+        events = {"ZERO_BEATS": 0, "TILES_BELOW": 0, "A_ERRORS": 0}
+        m.d.comb += regs.window_data["DENSITY_TABLE"].eq(0)
+
+    mask, c_done, tile_mode = _gemm_streams(m, mask_out, data_out, gemm, modes, b=b, c=c)
+    rows_empty = _empty_rows(m, p, a, a_take)
+    events = {
+        "CYCLES": 1,
+        "BUSY_CYCLES": modes.r_rdy,
+        "STALL_CYCLES": gemm.stat_stall,
+        "TILES_DENSE": c_done & ~tile_mode,
+        "TILES_SPARSE": c_done & tile_mode,
+        "ROWS_EMPTY": rows_empty,
+        "CONFLICT_CYCLES": gemm.stat_conflict,
+        **events,
+    }
+    _counters(m, p, f, events, mask, clear=clear)
+    m.d.comb += f[("TILE", "TILE")].eq(a_tile)
+
+
+def _adaptive_tiles(m, p, regs, a, monitor, compactor, modes):
+    """``A`` -> monitor -> compactor, each tile dense or sparse by the per-tile decision from
+    the density table, which the monitor's records fill. Returns ``a_tile`` (tiles started in
+    this pass), ``a_take`` (an ``A`` beat transfers) and the events of the counters the
+    monitor and compactor drive."""
+    f = regs.fields
     mode, threshold = f[("CTRL", "MODE")], f[("THRESHOLD", "THRESHOLD")]
-    pass_start, clear, forget = (f[("CTRL", "PASS_START")], f[("CTRL", "CLEAR")],
-                                 f[("CTRL", "FORGET")])
+    pass_start, forget = f[("CTRL", "PASS_START")], f[("CTRL", "FORGET")]
     table_base = f[("TABLE_BASE", "TABLE_BASE")]
 
     first, sparse_next, decision_ready, a_tile, a_take = _a_to_compactor(
@@ -258,23 +295,55 @@ def tile_datapath(m, p, regs, *, a, b, c):
     # (A Mux, not If/Elif: Yosys would emit a casez that Verilator's lint calls overlapping.)
     m.d.sync += valid.eq(Mux(forget, 0, valid | (record << write.addr)))
     _table_bus_view(m, regs, bus_read, valid)
-
-    mask, c_done, tile_mode = _gemm_streams(m, compactor, gemm, modes, b=b, c=c)
-    rows_empty = _empty_rows(m, p, a, a_take)
-    events = {
-        "CYCLES": 1,
-        "BUSY_CYCLES": modes.r_rdy,
-        "STALL_CYCLES": gemm.stat_stall,
-        "TILES_DENSE": c_done & ~tile_mode,
-        "TILES_SPARSE": c_done & tile_mode,
-        "ROWS_EMPTY": rows_empty,
-        "CONFLICT_CYCLES": gemm.stat_conflict,
+    return a_tile, a_take, {
         "ZERO_BEATS": Mux(stats.valid, stats.payload.data.zero_beats, 0),
         "TILES_BELOW": stats.valid & stats.payload.data.sparse,
         "A_ERRORS": compactor.error,
     }
-    _counters(m, p, f, events, mask, clear=clear)
-    m.d.comb += f[("TILE", "TILE")].eq(a_tile)
+
+
+def _whole_rows(m, p, regs, a, modes):
+    """The dense-only twin's ``A`` front: each row's ``k/lanes`` beats into a data FIFO, and
+    once its last beat is in, its mask (all ones, ``last`` from ``A``'s ``tlast`` on that
+    beat) into a mask FIFO: the GEMM takes a row's mask before its data, and whether the row
+    ends its tile is known only at its last beat. Two rows of room, so one row streams in
+    while the GEMM takes the other (a dense row takes the GEMM ``k`` passes per column group
+    and the input ``k/lanes`` beats, so more would not be faster). A ``tlast`` before a row's
+    last beat is not seen (the engine sends whole rows). Returns ``a_tile``, ``a_take`` and
+    the mask and data streams."""
+    L, W, K = p["lanes"], p["width"], p["k"]
+    beats = K // L
+    m.submodules.row_data = row_data = fifo.SyncFIFO(width=L * W + 1, depth=2 * beats)
+    m.submodules.row_ends = row_ends = fifo.SyncFIFO(width=1, depth=2)
+    pass_start = regs.fields[("CTRL", "PASS_START")]
+    first = Signal(init=1)   # the next A beat starts a tile
+    a_tile = Signal(32)
+    row_beat = Signal(range(max(beats, 2)))
+    row_end = Signal()
+    a_take = Signal()
+    m.d.comb += [
+        a.ready.eq(row_data.w_rdy & row_ends.w_rdy & (~first | modes.w_rdy)),
+        a_take.eq(a.valid & a.ready),
+        row_end.eq(row_beat == beats - 1),
+        row_data.w_en.eq(a_take),
+        row_data.w_data.eq(Cat(a.payload.data, row_end)),
+        row_ends.w_en.eq(a_take & row_end),
+        row_ends.w_data.eq(a.payload.last),
+        modes.w_en.eq(a_take & first),
+        modes.w_data.eq(0),
+    ]
+    with m.If(a_take):
+        m.d.sync += [first.eq(a.payload.last), row_beat.eq(Mux(row_end, 0, row_beat + 1))]
+    m.d.sync += a_tile.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
+    mask = stream.Signature(data.StructLayout({"data": K, "last": 1})).create()
+    rows = stream.Signature(beat_layout(L, W)).create()
+    m.d.comb += [
+        mask.valid.eq(row_ends.r_rdy), mask.payload.data.eq((1 << K) - 1),
+        mask.payload.last.eq(row_ends.r_data), row_ends.r_en.eq(mask.ready),
+        rows.valid.eq(row_data.r_rdy), rows.payload.eq(row_data.r_data),
+        row_data.r_en.eq(rows.ready),
+    ]
+    return a_tile, a_take, mask, rows
 
 
 def _a_to_compactor(m, a, monitor, compactor, modes, *, threshold, pass_start):
@@ -437,17 +506,16 @@ def _table_bus_view(m, regs, bus_read, valid):
         Mux(odd, bus_read.data.elems, bus_read.data.nnz | (entry_valid << 31)))
 
 
-def _gemm_streams(m, compactor, gemm, modes, *, b, c):
-    """Compactor -> GEMM, ``B`` in and ``C`` out; a tile's mode leaves ``modes`` with its last
-    ``C`` beat. Returns the GEMM's ``mask`` stream, ``c_done`` (a tile's last ``C`` beat
-    transfers) and ``tile_mode`` (that tile ran sparse)."""
-    mask = compactor.m_axis_mask
+def _gemm_streams(m, mask, rows, gemm, modes, *, b, c):
+    """The ``mask`` and ``rows`` (data) streams -> GEMM, ``B`` in and ``C`` out; a tile's mode
+    leaves ``modes`` with its last ``C`` beat. Returns the ``mask`` stream, ``c_done`` (a
+    tile's last ``C`` beat transfers) and ``tile_mode`` (that tile ran sparse)."""
     m.d.comb += [
         gemm.s_axis_a_mask.payload.eq(mask.payload),
         gemm.s_axis_a_mask.valid.eq(mask.valid),
         mask.ready.eq(gemm.s_axis_a_mask.ready),
     ]
-    wiring.connect(m, compactor.m_axis_data, gemm.s_axis_a_data)
+    wiring.connect(m, rows, gemm.s_axis_a_data)
     wiring.connect(m, b, gemm.s_axis_b)
     wiring.connect(m, gemm.m_axis_c, c)
     c_done = Signal()

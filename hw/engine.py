@@ -60,7 +60,12 @@ PARAMS = tuple(P.power_of_two("table_depth", 256, 1, 1024,
     P.power_of_two("acc_rows", 256, 8, 4096, "output rows whose partial sums stay on chip "
                                              "(rows of an A tile)"),
     P.power_of_two("max_burst", 16, 1, 256, "longest AXI4 burst, beats"),
+    P.flag("sparse", True, "false: the dense-only twin, for area comparison (no monitor, "
+                           "compactor, density table or zero skipping; every tile dense)"),
 )
+#: The parameters software reads back as ``CONFIG_*``: the twin is a comparison build with the
+#: engine's register map, so ``sparse`` has none.
+CONFIG_PARAMS = tuple(q for q in PARAMS if q.name != "sparse")
 
 
 def _check(p):
@@ -288,7 +293,7 @@ class SpartanEngine(wiring.Component):
         p = BLOCK.resolve(params)
         self._p = p
         self._map = register_map(p["table_depth"], p["max_tile_elems"].bit_length(),
-                                 core.config_registers(PARAMS, p))
+                                 core.config_registers(CONFIG_PARAMS, p))
         members = dict(axil_members(self._map.addr_width))
         members.update(axi_master_members(p["data_width"]))
         members["irq"] = Out(1)

@@ -284,7 +284,8 @@ def build_parser():
     lst.set_defaults(func=cmd_list)
     gen = sub.add_parser("generate", help="write <top>.v, <top>.json and the IP files beside "
                          "them (docs/interfaces.md)")
-    gen.add_argument("block", help="monitor, compactor, expander, gemm or core (spartan list)")
+    gen.add_argument("block", help=f"{', '.join(list(blocks.BLOCKS)[:-1])} or "
+                                   f"{list(blocks.BLOCKS)[-1]} (spartan list)")
     add_param_options(gen)
     gen.add_argument("--name", metavar="NAME", help="top module name (default spartan_<block>); "
                      "every other module and every file is named after it")

@@ -2,7 +2,9 @@
 regression, to show that the tests can fail (``make mutants`` writes docs/mutants.md).
 
 A mutant is the block's Verilog at its default parameters (exactly what ``spartan generate``
-writes) with ONE line changed by one of five operators:
+writes), or at a configuration its profile declares (``mutant_configs``: a campaign of its own,
+``BLOCK@NAME``, e.g. ``gemm@live`` with several column groups, whose logic the defaults leave
+dead), with ONE line changed by one of five operators:
 
 ``operator``  flip an operator: ``==``/``!=``, ``<``/``<=``/``>``/``>=`` (negated or made
               inclusive/exclusive), ``+``/``-``, ``&``/``|`` (binary and reduction), ``^``, ``<<``/
@@ -19,7 +21,7 @@ Sites are drawn deterministically from ``--seed``: the kinds take turns, each ki
 seeded random order (so they spread over the whole file); a mutant whose text equals the
 original or an earlier mutant is skipped. Every mutant is compiled by Verilator in its own build
 directory (one that Verilator rejects is *invalid*, not killed) and runs the block's cocotb
-tests on the default configuration (its profile's ``mutant_tests``, verif/tb/profile.py). It is
+tests on that configuration (its profile's ``mutant_tests``, verif/tb/profile.py). It is
 *killed* when a test fails or when the run exceeds 3x the clean design's time, and at least 60 s
 more (a hang; the machine is shared). The clean design runs first through the same subset and must
 pass, otherwise the campaign stops. A run of some blocks keeps the other blocks' results in
@@ -363,12 +365,34 @@ def select(text, count, seed, block=""):
 
 # --- running them --------------------------------------------------------------------------
 
-def rtl(block_name):
-    """The block's Verilog at its default parameters, as ``spartan generate`` writes it."""
+def campaign_names(block_name):
+    """The campaigns of a block: its defaults (``BLOCK``), then each configuration its profile
+    declares (``BLOCK@NAME``)."""
+    return [block_name] + [f"{block_name}@{name}"
+                           for name, _ in profile.of(block_name).mutant_configs]
+
+
+def configuration(name):
+    """``(block name, parameter overrides)`` of campaign ``name``: ``BLOCK`` (its defaults,
+    ``None``) or ``BLOCK@CONFIG`` (a configuration its profile declares)."""
+    block_name, _, config = name.partition("@")
+    if not config:
+        return block_name, None
+    declared = dict(profile.of(block_name).mutant_configs)
+    if config not in declared:
+        raise ValueError(f"{block_name} declares no mutant configuration {config!r} "
+                         f"(its profile's mutant_configs: {', '.join(declared) or 'none'})")
+    return block_name, dict(declared[config])
+
+
+def rtl(name):
+    """The Verilog of campaign ``name`` (:func:`configuration`), as ``spartan generate``
+    writes it."""
     from spartan_rtl.hw import blocks
     from spartan_rtl.hw.emit import elaborate, to_verilog
+    block_name, values = configuration(name)
     block = blocks.get(block_name)
-    _, _, top = elaborate(block, block.resolve(None))
+    _, _, top = elaborate(block, block.resolve(values))
     return to_verilog(top, block.top)
 
 
@@ -381,9 +405,10 @@ def _end_with(parent):
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-def _worker(block_name, directory, seed):
-    """In a child process: build ``directory``/top.v, run the subset, write result.json.
-    Writes ``built`` when the build is done, so the parent can time the tests alone."""
+def _worker(name, directory, seed):
+    """In a child process: build ``directory``/top.v (campaign ``name``'s configuration), run
+    the subset, write result.json. Writes ``built`` when the build is done, so the parent can
+    time the tests alone."""
     import threading
 
     import cocotb_tools.runner as cocotb_runner
@@ -397,11 +422,12 @@ def _worker(block_name, directory, seed):
     os.environ.pop("SPARTAN_COVERAGE", None)
     directory = Path(directory)
     result = {"built": False, "passed": False, "error": ""}
+    block_name, values = configuration(name)
     plan = profile.of(block_name)
     tb, (testcase, args) = plan.module, plan.mutant_tests
     t0 = time.monotonic()
     try:
-        built = runner.build(block_name, None, sim="verilator", verilog=directory / "top.v",
+        built = runner.build(block_name, values, sim="verilator", verilog=directory / "top.v",
                              build_dir=directory / "build")
     except BaseException as e:  # noqa: BLE001 - Verilator's rejection, whatever its form
         log = directory / "build" / "build.log"
@@ -415,7 +441,7 @@ def _worker(block_name, directory, seed):
     (directory / "built").write_text("")
     t1 = time.monotonic()
     try:
-        runner.run(block_name, tb, None, sim="verilator", name="mutant", testcase=testcase,
+        runner.run(block_name, tb, values, sim="verilator", name="mutant", testcase=testcase,
                    seed=seed, args=args, built=built)
         result["passed"] = True
     except AssertionError as e:
@@ -598,7 +624,7 @@ def campaign(blocks, count=None, seed=1, *, client, store, log=print, retry_fail
     for block in blocks:
         start = time.monotonic()
         text = rtl(block)
-        n = profile.of(block).mutants if count is None else count
+        n = profile.of(configuration(block)[0]).mutants if count is None else count
         mutants = select(text, n, seed, block)
         bdir = OUT / block
         bdir.mkdir(parents=True, exist_ok=True)
@@ -818,6 +844,63 @@ NOTES = {
         "equivalent: the arms of a multiplexer whose other arm is Yosys' `x` (a don't-care, "
         "0 in Verilator): swapped, it gives 0 either way, and a synthesis tool may pick 0 "
         "for the original's `x` as well.",
+    ("engine@twin", "assign _0096_ = & { \\core.gemm.datapath.i_pass__valid , _0035_ };",
+     "assign _0096_ = | { \\core.gemm.datapath.i_pass__valid , _0035_ };"):
+        "equivalent with one column group (n = n_par, the defaults): the enable of the GEMM "
+        "scheduler's column-group counter `c_cg` (pass issued AND a group or row ends) made "
+        "an OR, so the counter is also written when no pass issues; it is written what it "
+        "would be on an issue, 0 at a row's end and `c_cg + 1` at a group's end, and with one "
+        "group every group's end is the row's, so it stays 0. `engine@live` (two groups) is "
+        "where it can be killed.",
+    ("engine@twin", "assign _1048_[32] = 1'h0;", "assign _1048_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
+        "(`B_STRIDE`'s term); the OR takes bits 31:0.",
+    ("engine@twin", "assign _1019_[32] = 1'h0;", "assign _1019_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
+        "(`ZERO_BEATS`' term); the OR takes bits 31:0.",
+    ("engine@twin", "assign _1018_[32] = 1'h0;", "assign _1018_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; "
+        "the OR takes bits 31:0.",
+    ("engine@twin", "assign _0225_[20] = 1'h0;", "assign _0225_[20] = 1'h1;"):
+        "equivalent: bit 20 of a wire of the transposer's read address of which only bits "
+        "5:0 are read.",
+    ("engine@twin", "assign _0555_ = _0286_ ? _0554_ : _0553_;",
+     "assign _0555_ = _0286_ ? _0553_ : _0554_;"):
+        "`mem_error` (a layer's read or write was answered with an error) no longer cleared "
+        "by the START that begins the next layer, and cleared by a START refused while busy "
+        "instead: the tests that run a layer after a memory error (`memory_error`) and START "
+        "while busy (`start_while_busy`) were not in the engine's mutant subset. Killed once "
+        "`memory_error` joined it.",
+    ("gemm@live", "assign _0139_ = \\core.datapath.loader.mask_accept  ? _0079_ : "
+                  "\\core.datapath.loader.chunk_count3 ;",
+     "assign _0139_ = _0079_;"):
+        "equivalent: the row loader's chunk counts (the popcounts of a mask's 8-bit chunks) "
+        "are read only in the cycle after a mask is taken (`ld_wait`, when they are summed), "
+        "and then hold the value loaded as it was taken, whether or not they load in other "
+        "cycles.",
+    ("gemm@live", "assign _0371_ = rst ? 2'h0 : _0384_;",
+     "assign _0371_ = rst ? 2'h1 : _0384_;"):
+        "equivalent: `prime1` set for slot 0 at reset makes slot 0's mask walker take one "
+        "`hop` out of its reset state, and a hop from an empty walker (no bits, no groups "
+        "left) gives the same empty walker; a mask taken then has priority, and primes as "
+        "usual.",
+    ("engine@live", "assign _1925_[32:31] = 2'h0;", "assign _1925_[32:31] = 2'h1;"):
+        "equivalent: bits 32:31 of a wire in the register read's OR of selected words, of "
+        "which the OR takes bits 30:0.",
+    ("engine@live", "assign \\core.read_cmds.w_data  = _3465_(139'h"
+                    "00000000000000000000000000000000000, { _0356_, _0373_ }, "
+                    "{ _0687_, _0685_ });",
+     "assign \\core.read_cmds.w_data  = _3465_(139'h1, { _0356_, _0373_ }, "
+     "{ _0687_, _0685_ });"):
+        "equivalent: the read command queue's write data in the sequencer's states other than "
+        "`ISSUE_READ_1` and `ISSUE_READ_2`, where its write enable is low.",
+    ("engine@live", "assign _2101_ = _1849_ ? 1'h1 : 1'h0;",
+     "assign _2101_ = _1849_ ? 1'h0 : 1'h0;"):
+        "not killed, not equivalent: a write to `TABLE_BASE` no longer restarts the per-tile "
+        "decision's pipeline. Every layer's START restarts it anyway, so only a `TABLE_BASE` "
+        "written while a layer runs would show it, and no engine test does that (the stream "
+        "core's testbench does, on the same logic; the engine documents no change of "
+        "`TABLE_BASE` mid-layer).",
 }
 
 
@@ -826,7 +909,11 @@ def _diff(m):
 
 
 def _note(block, r):
-    return NOTES.get((block, r["before"].strip(), r["after"].strip()), "not yet explained")
+    """What survivor ``r`` of campaign ``block`` says: its note, else that of the same line in
+    the block's campaign at its defaults (a configuration shares most of its Verilog)."""
+    line = (r["before"].strip(), r["after"].strip())
+    return (NOTES.get((block, *line)) or NOTES.get((block.partition("@")[0], *line))
+            or "not yet explained")
 
 
 def _md(text):
@@ -850,9 +937,10 @@ def report(results):
     lines = ["<!-- Generated by make mutants (python -m verif.flows.mutants); do not edit. -->",
              "# Fault injection (mutation testing)", "",
              "Generated by `make mutants`. Each mutant is the block's emitted Verilog (default "
-             "parameters) with one line changed; it is *killed* when the block's cocotb tests "
-             "(default configuration, Verilator) fail or hang (over 3x the clean run's time, "
-             "and at least 60 s more). "
+             "parameters; `BLOCK@NAME`: a configuration its profile declares, in which logic "
+             "the defaults leave dead works) with one line changed; it is "
+             "*killed* when the block's cocotb tests (that configuration, Verilator) fail or "
+             "hang (over 3x the clean run's time, and at least 60 s more). "
              "*Invalid* mutants are those Verilator refuses to build; they do not count. "
              "How it works: docs/verification.md, *Fault injection*. Each evaluation is a "
              "job on Dask.distributed, its verdict kept in the store build/explore.sqlite "
@@ -940,9 +1028,10 @@ def report(results):
 
 
 def default_blocks():
-    """The blocks whose profile asks for mutants by default."""
+    """The campaigns run by default: each block whose profile asks for mutants, at its
+    defaults and its declared configurations."""
     from spartan_rtl.hw.blocks import BLOCKS
-    return [b for b in BLOCKS if profile.of(b).mutants]
+    return [name for b in BLOCKS if profile.of(b).mutants for name in campaign_names(b)]
 
 
 def _shown(path):
@@ -981,7 +1070,8 @@ def main(argv=None):
         DOC.write_text(report(previous))
         return
     blocks = a.blocks or (list(previous["blocks"]) if a.rerun_survivors else default_blocks())
-    known = previous["blocks"] if a.rerun_survivors else BLOCKS
+    known = (previous["blocks"] if a.rerun_survivors
+             else [name for b in BLOCKS for name in campaign_names(b)])
     for b in blocks:
         if b not in known:
             p.error(f"block must be one of {', '.join(known)}, not {b!r}")

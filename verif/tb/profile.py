@@ -45,6 +45,11 @@ class Profile:
     #: ... and the regression subset each runs on the default configuration in Verilator:
     #: (cocotb tests, ``None`` for all of them; their arguments).
     mutant_tests: tuple = (None, {})
+    #: ... and the configurations beyond the defaults a campaign also mutates, ``(name,
+    #: parameter overrides)``: those in which logic the defaults leave dead works (several
+    #: column groups, a dense-only build). Each is its own campaign, ``BLOCK@NAME``, with the
+    #: block's subset and ``mutants`` count.
+    mutant_configs: tuple = ()
     #: ``make coverage``: the waived points, the first match explains a point.
     coverage_waivers: tuple[Waiver, ...] = ()
     #: The fuzz tests' examples per run in the fast profile (the long one multiplies it).

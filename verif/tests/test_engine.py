@@ -16,6 +16,9 @@ CONFIGS = [
          table_depth=64, max_tile_elems=4096),
     dict(lanes=4, width=16, data_width=64, signed=False, acc_width=32, k=16, n=16, n_par=16,
          acc_rows=32, max_burst=8),
+    # The dense-only twin (synthesised beside the engine), with two column groups.
+    dict(lanes=4, width=8, data_width=32, k=16, n=16, n_par=8, acc_rows=16, max_burst=4,
+         table_depth=64, max_tile_elems=4096, sparse=False),
 ]
 
 

@@ -99,3 +99,18 @@ def test_monitor_mutants_are_valid_verilog(tmp_path):
         assert re.sub(r"\s+", "", m.before) != re.sub(r"\s+", "", m.after)
         r = _lint(m.apply(text), tmp_path, f"monitor{k}")
         assert r.returncode == 0 and "%Error" not in r.stderr, (m, r.stderr)
+
+
+def test_declared_configurations_are_campaigns_of_their_own():
+    """``BLOCK@NAME`` mutates the configuration the block's profile declares: the GEMM with
+    several column groups, the engine's dense-only twin; an undeclared name is refused."""
+    assert mutants.campaign_names("gemm") == ["gemm", "gemm@live"]
+    assert mutants.campaign_names("monitor") == ["monitor"]
+    assert "gemm@live" in mutants.default_blocks() and "engine@twin" not in \
+        mutants.default_blocks()                       # the engine runs only when named
+    assert mutants.configuration("gemm") == ("gemm", None)
+    assert mutants.configuration("engine@twin") == ("engine", {"sparse": False})
+    with pytest.raises(ValueError, match="no mutant configuration 'wide'"):
+        mutants.configuration("gemm@wide")
+    live = mutants.rtl("gemm@live")
+    assert live != mutants.rtl("gemm")

@@ -305,6 +305,26 @@ def test_model_cycles_follow_the_masks_and_the_twin_ignores_them():
     assert cycles[0] < dense["points"][0]["cycles"] / 2
 
 
+def test_engine_model_cycles_time_a_layer_and_the_twin_ignores_density():
+    params = blocks.get("engine").resolve({})
+    sparse = synth.model_cycles(params, block="engine")
+    dense = synth.model_cycles(dict(params, sparse=False), block="engine")
+    M, K, N = sparse["layer"]
+    assert (M, K, N) == (params["acc_rows"], 4 * params["k"], 2 * params["n"])
+    assert sparse["macs"] == dense["macs"] == M * K * N
+    cycles = [p["cycles"] for p in sparse["points"]]
+    assert cycles == sorted(cycles) and cycles[0] < cycles[-1]
+    assert len({p["cycles"] for p in dense["points"]}) == 1
+    # Dense: M * K * N / n_par = 256 * 256 * 128 / 64 = 131072 issue cycles at least, and the
+    # engine keeps its MACs over 95 % busy on this layer (docs/engine.md, "Performance").
+    issue = M * K * N // (params["k_par"] * params["n_par"])
+    assert issue <= dense["points"][0]["cycles"] < issue / 0.95
+    # At about half the elements nonzero the sparse layer needs about half the passes.
+    half = sparse["points"][synth.DENSITIES.index(0.5)]
+    assert abs(half["actual"] - 0.5) < 0.01
+    assert issue * 0.5 <= half["cycles"] < issue * 0.5 / 0.9
+
+
 def _fpga(changed, lut, ff, dsp, fmax, cycles, device="LFE5U-85F-6"):
     params = blocks.get("gemm").resolve(changed)
     return {"block": "gemm", "family": "ecp5", "changed": changed, "size": synth._tag(changed),
@@ -401,6 +421,37 @@ def test_targets_met_not_met_and_not_measured():
     apart = _doc(SPARSE, dict(DENSE, device="LFE5U-25F-6"))
     status = {what: ok for what, _, ok in synth.targets(apart)}
     assert status["iso-area gain per LUT >= 1.5x at density 0.5"] == "not measured"
+
+
+def _engine(changed, lut, fmax, cycles, device="LFE5U-45F-6"):
+    return dict(_plain("engine", changed, fmax), device=device, lut=lut, ff=lut, dsp=65,
+                bram=92, seeds=[{"seed": 1, "fmax_mhz": fmax}],
+                model={"layer": [256, 256, 128], "mask_seed": 7, "macs": 256 * 256 * 128,
+                       "points": [{"density": d, "actual": d, "cycles": c}
+                                  for d, c in zip(synth.DENSITIES, cycles)]})
+
+
+def test_engine_targets_and_its_twin_in_the_summary():
+    # Gain per LUT at 0.5: (135000 / 70000) x (80 / 90 MHz) x (12000 / 15000 LUT) = 1.371x.
+    sparse = _engine({}, lut=15000, fmax=80.0, cycles=[47000, 70000, 96000])
+    twin = _engine({"sparse": False}, lut=12000, fmax=90.0, cycles=[135000] * 3)
+    status = {what: (measured, ok) for what, measured, ok in synth.targets(_doc(sparse, twin))}
+    gain = "engine iso-area gain per LUT >= 1.5x at density 0.5 (against its dense-only twin)"
+    assert status[gain] == ("1.37x", "NOT met")
+    assert status["engine at defaults fits an LFE5U-45F"] == ("LFE5U-45F-6, 15000 LUT4", "met")
+    assert status["engine at defaults >= 110 MHz"] == ("80.0 MHz (min 75.0, 1 seed)",
+                                                       "NOT met")
+    on_85f = synth.targets(_doc(dict(sparse, device="LFE5U-85F-6"), twin))
+    status = {what: (measured, ok) for what, measured, ok in on_85f}
+    assert status["engine at defaults fits an LFE5U-45F"][1] == "NOT met"
+    assert status[gain] == ("n/a", "not measured")          # not on the same device
+    summary = synth.merit_summary_markdown(_doc(sparse, twin))
+    assert "Layer engine (accumulator memory, transposer and DMA included) at defaults beside " \
+           "its dense-only twin on LFE5U-45F-6 (LUT +25%" in summary
+    assert "| 0.5 | 1.93x | 1.37x |" in summary
+    page = synth.markdown(_doc(sparse, twin), page=True)
+    assert "| engine | defaults | sparse | LFE5U-45F-6 | 15000 |" in page
+    assert "one forward layer M x K x N = 256 x 256 x 128" in page
 
 
 def test_page_and_summary_render_every_table():

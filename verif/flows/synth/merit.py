@@ -1,6 +1,7 @@
-"""The GEMM's figure of merit against its dense-only twin (the cycle model's cycles of one tile
-of random masks, throughput per 1000 LUT, per DSP and per transistor) and the targets of issue
-#12 checked on a report."""
+"""The figure of merit of a block with a dense-only twin (the GEMM, the layer engine) against
+that twin: cycles from the block's cycle model (one GEMM tile of random masks; one engine layer
+of random operands), throughput per 1000 LUT, per DSP and per transistor; and the targets of
+issue #12 checked on a report."""
 
 from __future__ import annotations
 
@@ -23,9 +24,15 @@ def random_masks(k, density, rows=TILE_ROWS, seed=MASK_SEED):
     return masks, float(bits.mean())
 
 
-def model_cycles(params, densities=DENSITIES, rows=TILE_ROWS, seed=MASK_SEED):
-    """Cycles of one GEMM tile of random masks at each density, from the cycle model (the
-    dense-only build's timing treats every row as dense)."""
+def model_cycles(params, densities=DENSITIES, rows=TILE_ROWS, seed=MASK_SEED, block="gemm"):
+    """Cycles of the work the figure of merit times, at each density, from ``block``'s cycle
+    model (the dense-only build's timing treats everything as dense), with its dense-equivalent
+    ``macs``. The GEMM: one tile of ``rows`` random masks. The engine: one forward layer of
+    :func:`engine_layer` with a random ``X`` (each element nonzero with probability =
+    density), forced sparse (golden/engine_timing.py, equal to the RTL's by the engine's
+    tests)."""
+    if block == "engine":
+        return engine_model_cycles(params, densities, seed)
     from spartan_rtl.golden.gemm import GemmTiming, simulate
     timing = GemmTiming.of(params)
     points = []
@@ -33,7 +40,30 @@ def model_cycles(params, densities=DENSITIES, rows=TILE_ROWS, seed=MASK_SEED):
         masks, actual = random_masks(params["k"], density, rows, seed)
         points.append({"density": density, "actual": round(actual, 4),
                        "cycles": simulate([masks], timing)[0].cycles})
-    return {"rows": rows, "mask_seed": seed, "points": points}
+    return {"rows": rows, "mask_seed": seed, "macs": rows * params["k"] * params["n"],
+            "points": points}
+
+
+def engine_layer(params):
+    """``(M, K, N)`` of the engine's figure-of-merit layer: the benchmark's dense-utilisation
+    layer (verif/tb/bench_engine.py), a whole row group (``acc_rows``), ``K = 4k``, ``N = 2n``."""
+    return params["acc_rows"], 4 * params["k"], 2 * params["n"]
+
+
+def engine_model_cycles(params, densities=DENSITIES, seed=MASK_SEED):
+    import numpy as np
+
+    from spartan_rtl.golden import engine_timing as et
+    M, K, N = engine_layer(params)
+    timing = et.EngineTiming.of(params)
+    rng = np.random.default_rng(seed)
+    points = []
+    for density in densities:
+        x = rng.random((M, K)) < density
+        points.append({"density": density, "actual": round(float(x.mean()), 4),
+                       "cycles": et.layer_cycles(0, x, M, K, N, timing,
+                                                 mode=2)["layer_cycles"]})
+    return {"layer": [M, K, N], "mask_seed": seed, "macs": M * K * N, "points": points}
 
 
 def figure_of_merit(sparse, dense):
@@ -42,7 +72,10 @@ def figure_of_merit(sparse, dense):
     effective throughput (dense-equivalent GMAC/s) of each, per 1000 LUT and per DSP, and the
     sparse/dense ratios (the iso-area gains; ``None`` where a build has no DSP)."""
     def macs(entry):
-        return entry["model"]["rows"] * entry["params"]["k"] * entry["params"]["n"]
+        model = entry["model"]
+        # (GEMM rows measured before the model named its MACs.)
+        return model.get("macs", model.get("rows", 0) * entry["params"]["k"]
+                         * entry["params"]["n"])
 
     def ratio(a, b):
         return a / b if a is not None and b else None
@@ -167,7 +200,30 @@ def targets(doc):
               p is not None and p["speedup"] >= bound,
               f"{p['speedup']:.2f}x (bound {bound:.2f}x at actual density {p['actual']:.3f})"
               if p else None)
+    _engine_targets(runs, check)
     return rows
+
+
+def _engine_targets(runs, check):
+    """Issue #22 item 7: the engine at its defaults fits an LFE5U-45F, its Fmax, and its gain
+    per LUT against its dense-only twin at density 0.5."""
+    engine = _find(runs, "engine", {}, TARGET_FAMILY)
+    placed = engine if engine and engine["fits"] else None
+    fits = placed and placed["device"].startswith("LFE5U-45F")
+    check("engine at defaults fits an LFE5U-45F", placed and placed["device"], fits,
+          f"{placed['device']}, {placed['lut']} LUT4" if placed else None)
+    value = placed["fmax_mhz"] if placed else None
+    check("engine at defaults >= 110 MHz", value, value is not None and value >= 110.0,
+          f"{value:.1f} MHz (min {placed['fmax_min']:.1f}, {_seeds(len(placed['seeds']))})"
+          if placed else None)
+    twin = _find(runs, "engine", {"sparse": False}, TARGET_FAMILY)
+    pair = next(((s, d) for s, d in twin_pairs(runs, TARGET_FAMILY)
+                 if s is engine and d is twin), None)
+    point = next((q for q in figure_of_merit(*pair)["points"] if q["density"] == 0.5),
+                 None) if pair else None
+    gain = point["gain_lut"] if point else None
+    check("engine iso-area gain per LUT >= 1.5x at density 0.5 (against its dense-only twin)",
+          gain, gain is not None and gain >= 1.5, f"{gain:.2f}x" if gain is not None else None)
 
 
 def _seeds(count):

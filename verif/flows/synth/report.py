@@ -17,6 +17,7 @@ from .merit import (
     _seeds,
     asic_merit,
     figure_of_merit,
+    model_cycles,
     targets,
     twin_pairs,
 )
@@ -59,6 +60,12 @@ def merge(fresh, json_path=JSON_PATH, markdown_path=MARKDOWN_PATH, freq=TARGET_M
             runs.pop((f["block"], f["size"], f["family"]), None)
         runs.update({(r["block"], r["size"], r["family"]): r for r in fresh})
         failures.update({(f["block"], f["size"], f["family"]): f for f in failed})
+        # The cycles of a figure of merit come from the block's cycle model, not from the
+        # tools: worked out at every merge (a re-render too), so a model's change reaches
+        # the page without a synthesis.
+        for r in runs.values():
+            if "sparse" in r["params"]:
+                r["model"] = model_cycles(r["params"], block=r["block"])
         order = list(blocks.BLOCKS)
 
         def report_order(r):
@@ -195,36 +202,50 @@ def _x(value):
     return f"{value:.2f}x" if value is not None else "n/a"
 
 
+def merit_work(model):
+    """What a figure of merit timed (its ``model``), in words."""
+    if "layer" in model:
+        M, K, N = model["layer"]
+        return (f"one forward layer M x K x N = {M} x {K} x {N} with a random X, forced sparse "
+                f"(`golden/engine_timing.py`, equal to the RTL's by the engine's tests)")
+    return (f"one tile of {model['rows']} rows of random masks (`golden/gemm.py`, equal to "
+            f"the RTL's by the GEMM's tests)")
+
+
 def merit_markdown(doc):
-    """The figure of merit of every GEMM size against its dense-only twin (Markdown lines)."""
+    """The figure of merit of every size with a dense-only twin (the GEMM's, the engine's)
+    against that twin (Markdown lines)."""
     pairs = [p for family in FAMILIES for p in twin_pairs(doc["runs"], family)]
     if not pairs:
         return []
-    rows = (pairs[0][0]["model"]["rows"], pairs[0][0]["model"]["mask_seed"])
-    lines = ["", "## Figure of merit: sparse GEMM against its dense-only twin", "",
-             f"One tile of {rows[0]} rows with unstructured random masks (each of the `k` bits set "
-             f"with probability = density; numpy `default_rng({rows[1]})`; the actual density "
-             f"in brackets); cycles from the cycle model (`golden/gemm.py`, equal to the RTL's by "
-             f"the GEMM's tests), the dense-only twin treating every row as dense. Effective "
-             f"throughput = dense-equivalent MACs (rows x k x n) / cycles x Fmax mean; the "
-             f"*gain* is sparse / dense-only of throughput per 1000 LUT or per DSP (iso-area).",
-             "", "| parameters | build | device | LUT | FF | BRAM | DSP | Fmax mean / min (MHz) "
-             "| MACs/cycle |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    works = {s["block"]: merit_work(s["model"]) for s, _ in pairs}
+    seed = pairs[0][0]["model"]["mask_seed"]
+    lines = ["", "## Figure of merit: sparse builds against their dense-only twins", "",
+             "Cycles from the block's cycle model, the dense-only twin treating everything "
+             "as dense: "
+             + "; ".join(f"{block}: {work}" for block, work in works.items())
+             + f". Each element or mask bit is nonzero with probability = density (numpy "
+             f"`default_rng({seed})`; the actual density in brackets). Effective throughput = "
+             f"dense-equivalent MACs / cycles x Fmax mean; the *gain* is sparse / dense-only "
+             f"of throughput per 1000 LUT or per DSP (iso-area).",
+             "", "| block | parameters | build | device | LUT | FF | BRAM | DSP | "
+             "Fmax mean / min (MHz) | MACs/cycle |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for sparse, dense in pairs:
         for name, r in (("sparse", sparse), ("dense-only", dense)):
-            lines.append(f"| {_tag(dict(pair_key(r['changed'])))} | {name} | {r['device']} | "
-                         f"{r['lut']} | {r['ff']} | {r['bram']} | {r['dsp']} | "
+            lines.append(f"| {r['block']} | {_tag(dict(pair_key(r['changed'])))} | {name} | "
+                         f"{r['device']} | {r['lut']} | {r['ff']} | {r['bram']} | {r['dsp']} | "
                          f"{r['fmax_mhz']:.1f} / {r['fmax_min']:.1f} | "
                          f"{r['params']['k_par'] * r['params']['n_par']} |")
-    lines += ["", "| parameters | density | cycles sparse / dense | cycle speedup | "
+    lines += ["", "| block | parameters | density | cycles sparse / dense | cycle speedup | "
               "GMAC/s sparse / dense | GMAC/s per 1000 LUT | gain per LUT | GMAC/s per DSP | "
-              "gain per DSP |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "gain per DSP |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for sparse, dense in pairs:
         fom = figure_of_merit(sparse, dense)
         for p in fom["points"]:
             lines.append(
-                f"| {_tag(dict(pair_key(sparse['changed'])))} | {p['density']} "
-                f"({p['actual']:.3f}) | {p['cycles'][0]} / {p['cycles'][1]} | "
+                f"| {sparse['block']} | {_tag(dict(pair_key(sparse['changed'])))} | "
+                f"{p['density']} ({p['actual']:.3f}) | {p['cycles'][0]} / {p['cycles'][1]} | "
                 f"{p['speedup']:.2f}x | {_pair(*p['gmacs'], lambda v: f'{v:.2f}')} | "
                 f"{_pair(*p['per_klut'], lambda v: f'{v:.3f}')} | {_x(p['gain_lut'])} | "
                 f"{_pair(*p['per_dsp'], lambda v: f'{v:.3f}')} | {_x(p['gain_dsp'])} |")
@@ -262,29 +283,40 @@ def targets_table(doc):
             *(f"| {what} | {measured} | {status} |" for what, measured, status in targets(doc))]
 
 
+#: What docs/results.md's summary compares at the defaults, each block with its twin:
+#: (block, name, the work its cycles time).
+SUMMARY_BLOCKS = (("gemm", "GEMM", "one 64-row tile of random masks"),
+                  ("engine", "Layer engine (accumulator memory, transposer and DMA included)",
+                   "one forward layer of random X"))
+
+
 def merit_summary_markdown(doc):
-    """The short section docs/results.md shows: the default GEMM's iso-area gains against its
-    dense-only twin on ECP5 and in the ASIC proxy, and the targets of issue #12."""
+    """The short section docs/results.md shows: the default GEMM's and engine's iso-area gains
+    against their dense-only twins on ECP5 (the GEMM's in the ASIC proxy too), and the targets
+    of issues #12 and #22."""
     doc = normalised(doc)
-    lines = ["## Sparse GEMM against dense-only at the same cost (`make synth`)", ""]
-    sparse = _find(doc["runs"], "gemm", {}, TARGET_FAMILY)
-    pair = next(((s, d) for s, d in twin_pairs(doc["runs"], TARGET_FAMILY) if s is sparse), None)
-    asic = next(((s, d) for s, d in twin_pairs(doc["runs"], ASIC)
-                 if s["params"] == (sparse or {}).get("params")), None)
-    if pair:
+    lines = ["## Sparse against dense-only at the same cost (`make synth`)", ""]
+    for block, name, work in SUMMARY_BLOCKS:
+        sparse = _find(doc["runs"], block, {}, TARGET_FAMILY)
+        pair = next(((s, d) for s, d in twin_pairs(doc["runs"], TARGET_FAMILY) if s is sparse),
+                    None)
+        asic = next(((s, d) for s, d in twin_pairs(doc["runs"], ASIC)
+                     if s["params"] == (sparse or {}).get("params")), None)
+        if not pair:
+            lines += [f"{name} at defaults: no placed pair with its dense-only twin on ECP5 "
+                      f"yet.", ""]
+            continue
         fom = figure_of_merit(*pair)
         asic_gains = ([p["gain_transistor"] for p in asic_merit(*asic)["points"]] if asic
                       else [None] * len(fom["points"]))
-        lines += [f"GEMM at defaults beside its dense-only twin on {pair[0]['device']} "
+        lines += [f"{name} at defaults beside its dense-only twin on {pair[0]['device']} "
                   f"(LUT {fom['lut_ratio'] - 1:+.0%}, FF {fom['ff_ratio'] - 1:+.0%}; Fmax "
-                  f"{pair[0]['fmax_mhz']:.1f} / {pair[1]['fmax_mhz']:.1f} MHz); one 64-row tile "
-                  f"of random masks; details in [synth.md](synth.md).", "",
+                  f"{pair[0]['fmax_mhz']:.1f} / {pair[1]['fmax_mhz']:.1f} MHz); {work}; "
+                  f"details in [synth.md](synth.md).", "",
                   "| density | cycle speedup | gain per LUT | gain per DSP | "
                   "ASIC gain per transistor |", "|---|---:|---:|---:|---:|"]
         for p, g in zip(fom["points"], asic_gains):
             lines.append(f"| {p['density']} | {p['speedup']:.2f}x | {_x(p['gain_lut'])} | "
                          f"{_x(p['gain_dsp'])} | {_x(g)} |")
         lines.append("")
-    else:
-        lines += ["The default GEMM and its dense-only twin have no placed pair on ECP5 yet.", ""]
     return "\n".join(lines + targets_table(doc)) + "\n"

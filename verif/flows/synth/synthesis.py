@@ -12,7 +12,6 @@ from spartan_rtl.store import DEFAULT_PATH, Store
 from verif.flows import ROOT
 
 from .families import ASIC, FAMILIES
-from .merit import model_cycles
 from .place import SEEDS, TARGET_MHZ, place_groups
 from .report import JSON_PATH, MARKDOWN_PATH, _failure_line, _line, merge
 from .sizing import _tag, has_twin, pair_key, sizes
@@ -182,8 +181,6 @@ def run(names=None, families=("ice40", "ecp5", ASIC), freq=TARGET_MHZ, defaults_
                 b = next(b for b in builds if (b.block.name, _tag(b.changed), b.family)
                          == (entry["block"], entry["size"], entry["family"]))
                 entry["size_index"] = b.size_index
-                if has_twin(b.block):
-                    entry["model"] = model_cycles(entry["params"])
                 echo(_line(entry))
             for f in failures:
                 echo(_failure_line(f))
