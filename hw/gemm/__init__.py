@@ -138,6 +138,11 @@ def gemm_members(p):
     }
 
 
+#: ``n_par`` not given to :class:`SparseGemm`: it follows ``n``, as when ``spartan generate``
+#: is not given it (hw/params.py).
+FOLLOW_N = object()
+
+
 class SparseGemm(wiring.Component):
     """Tile sparse GEMM: the broadcast datapath for ``k_par = 1``, the replicated one otherwise.
 
@@ -158,11 +163,10 @@ class SparseGemm(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=1,
-                 n_par=None, b_banks=1, multiplier="inferred", sparse=True):
-        # n_par None: follows n, as when ``spartan generate`` is not given it (hw/params.py).
+                 n_par=FOLLOW_N, b_banks=1, multiplier="inferred", sparse=True):
         given = dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k, n=n,
                      k_par=k_par, b_banks=b_banks, multiplier=multiplier, sparse=sparse)
-        if n_par is not None:
+        if n_par is not FOLLOW_N:   # (None, like any value, is checked: refused)
             given["n_par"] = n_par
         p = BLOCK.resolve(given)
         self._p = p

@@ -440,6 +440,17 @@ def test_invalid_parameters_rejected(name, data):
             f"{info.type.__name__}: {info.value}"
 
 
+def test_a_none_given_is_refused_by_the_constructor_too():
+    """Found by the test above: the GEMM's constructor took ``n_par=None`` as "not given" (n_par
+    then follows n) where ``Block.resolve`` refuses it."""
+    block = blocks.get("gemm")
+    for values in ({"n_par": None}, {"b_banks": 2, "n_par": None}):
+        for make in (block.resolve, lambda v: block.build(**v)):
+            with pytest.raises(TypeError, match=r"n_par must be a power of two from 1 to 256, "
+                                                r"not None"):
+                make(values)
+
+
 def test_declared_ranges_agree_with_checks():
     """The range each parameter documents is the range it accepts, at and around its ends."""
     for block in blocks.BLOCKS.values():

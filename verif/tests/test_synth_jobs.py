@@ -229,8 +229,10 @@ def test_spartan_explore_finds_the_netlist_and_placement_make_synth_stored(dask_
     doc, failures = synth.run(["engine"], ("ecp5",), seeds=2, explicit=dict(cand.changed),
                               json_path=tmp_path / "synth.json", markdown_path=None,
                               echo=lambda line: None, store_path=store_path, client=dask_client)
-    [entry] = doc["runs"]
+    # The size and its dense-only twin (the engine has one); the explorer asks for the former.
+    [entry] = [r for r in doc["runs"] if r["params"]["sparse"]]
     assert failures == [] and entry["device"] == "LFE5U-25F-6"
+    assert [r["size"] for r in doc["runs"]] == [entry["size"], entry["size"] + ",sparse=False"]
     tools.calls.clear()
     request = Request(None, "trace", "LFE5U-25F", Budget(lut=10**6, ff=10**6, dsp=28, bram=56),
                       {}, seeds=2, synth=1)
