@@ -333,7 +333,8 @@ def _fpga(changed, lut, ff, dsp, fmax, cycles, device="LFE5U-85F-6"):
             "fmax_max": fmax + 2, "reason": None, "utilisation": {},
             "seeds": [{"seed": s, "fmax_mhz": fmax} for s in (1, 2, 3)],
             "critical_path": {"seed": 2, "from": "x", "to": "y", "delay_ns": 1.0},
-            "model": {"rows": 64, "mask_seed": 7, "points": [
+            "model": {"rows": 64, "mask_seed": 7, "macs": 64 * params["k"] * params["n"],
+                      "points": [
                 {"density": d, "actual": d + 0.01, "cycles": c}
                 for d, c in zip(synth.DENSITIES, cycles)]}}
 

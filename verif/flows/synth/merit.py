@@ -72,10 +72,7 @@ def figure_of_merit(sparse, dense):
     effective throughput (dense-equivalent GMAC/s) of each, per 1000 LUT and per DSP, and the
     sparse/dense ratios (the iso-area gains; ``None`` where a build has no DSP)."""
     def macs(entry):
-        model = entry["model"]
-        # (GEMM rows measured before the model named its MACs.)
-        return model.get("macs", model.get("rows", 0) * entry["params"]["k"]
-                         * entry["params"]["n"])
+        return entry["model"]["macs"]
 
     def ratio(a, b):
         return a / b if a is not None and b else None
