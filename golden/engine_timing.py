@@ -74,8 +74,8 @@ import numpy as np
 from .gemm import GemmTiming
 
 __all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "READ_SLICE", "TRANSPOSE_TURN",
-           "ACC_TO_WRITER", "WRITE_RESPONSE", "dims", "words", "row_nnz", "layer_cycles",
-           "layer_cycles_nnz", "tile_profile", "write_layers", "read_layers"]
+           "ACC_TO_WRITER", "WRITE_RESPONSE", "LAST_WORD_TO_DONE", "dims", "words", "row_nnz",
+           "layer_cycles", "layer_cycles_nnz", "tile_profile", "write_layers", "read_layers"]
 
 #: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS,
 #: VERDICT; hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
@@ -91,8 +91,11 @@ TRANSPOSE_TURN = 4
 #: the GEMM and the accumulator, the accumulator's two stages, the results FIFO, its output
 #: register).
 ACC_TO_WRITER = 6
-#: The last write's last W beat to ``BUSY`` falling (the response, then the idle check).
-WRITE_RESPONSE = 4
+#: The last write's last W beat to ``BUSY`` falling (the response, then the idle check,
+#: registered).
+WRITE_RESPONSE = 5
+#: The writer's last word taken to ``BUSY`` falling (its idle, then the idle check, registered).
+LAST_WORD_TO_DONE = 3
 #: Rows of a tile stepped exactly before the closed form takes over.
 START_ROWS = 6
 
@@ -593,7 +596,7 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     groups = [(nvs[s // (n_mt * n_kc)], prof[keys[s]]["X"]) for s in range(n_kc - 1, T, n_kc)]
     c_last, stall, b_wait, (end_words, end_kept) = _schedule_steps(op, tile, a_last, groups, t,
                                                                    a_first0)
-    layer = max(end_words + 2, end_kept + WRITE_RESPONSE)
+    layer = max(end_words + LAST_WORD_TO_DONE, end_kept + WRITE_RESPONSE)
     stalls = int(stall.sum())
     tiles = int((tile + 1).sum()) + stalls
     passes = sum(prof[key]["passes"] for key in keys)

@@ -709,6 +709,29 @@ def rerun_survivors(blocks, *, client, store, log=print, only=None, retry_failed
 #: line after), written by hand after reading the survivors of seed 1. A new survivor (or one
 #: whose Verilog moved) shows as "not yet explained".
 NOTES = {
+    ("engine", "assign _0341_ = _0705_ | \\core.TABLE_BASE_written ;",
+     "assign _0341_ = _0705_ & \\core.TABLE_BASE_written ;"):
+        "not equivalent, a gap in the engine's tests: the decision pipeline no longer starts "
+        "again on a write of `CTRL`, `THRESHOLD` or `TABLE_BASE` (docs/core.md). Every test "
+        "writes them while the engine is idle, and the next START (`PASS_START`) and every "
+        "tile's first beat restart it anyway; only a write while BUSY, within the pipeline's "
+        "depth of a tile's start, would give that tile the old verdict (a `TILES_SPARSE` "
+        "count, never a result). A test that writes `MODE` mid-layer and checks the tiles' "
+        "modes would kill it.",
+    ("engine", "assign _0219_[3] = 1'h0;", "assign _0219_[3] = 1'h1;"):
+        "equivalent: bit 3 of a 4-bit wire of the descriptor check's verdict (`OVERLAP` or "
+        "`RANGE`), which Yosys keeps while only bits 2:0 are read.",
+    ("engine", "assign _2301_ = _2299_ & _2300_;", "assign _2301_ = _2299_ | _2300_;"):
+        "equivalent under the engine's schedule: the transposer's `idle` wrongly high while "
+        "a block is held but none fetched. Only DRAIN reads it, after the last step is "
+        "issued, and then a block in the transposer belongs to a step whose accumulator "
+        "command waits for the tile's last `C` beat (`acc_cmds.level`, `acc.idle`), which "
+        "comes after the block's last beat was read out: `quiet` is low either way.",
+    ("engine", "assign _0591_ = _0590_[32] ? 32'd4294967295 : _0590_[31:0];",
+     "assign _0591_ = _0590_[32] ? 32'h0 : _0590_[31:0];"):
+        "equivalent in the engine: `A_ERRORS` counts malformed `A` streams, and the engine's "
+        "`A` comes from its own reader, so the counter never counts and its saturating arm "
+        "is never taken (`counters_saturate` sets it to 2**32 - 2 and reads it unchanged).",
     ("monitor", "\\core.closing_rest  <= _037_;", "\\core.closing_rest  <= _037_ & 31'h6fffffff;"):
         "bit 11 of the record's `zero_beats` (2048+ all-zero beats in one tile): no tile was "
         "that sparse and long. Killed by `big_tiles`' all-zero tile past `max_tile_elems` "
@@ -792,6 +815,11 @@ NOTES = {
         "8 beats (k = 64 elements, lanes = 8), so the 7 beats in its pipeline and the one "
         "accepted end at most one row: the FIFO holds at most 7. (With one-beat rows it could "
         "fill; the compactor's own campaign runs those.)",
+    ("core", "if (\\core.compactor.row_fifo.w_port__en )", "if (1'h1)"):
+        "equivalent at the core's defaults, as in the engine (its note on the same line): "
+        "every `A` row is k/lanes = 8 beats, so the compactor's admission (`room`) keeps the "
+        "row FIFO at most 7 of its 11 inner entries full, and the always-on write only "
+        "touches the free entry at the write pointer.",
     ("engine", "assign _0294_[31:3] = 29'h00000000;", "assign _0294_[31:3] = 29'h1;"):
         "equivalent: bits 31:3 of `STATUS`'s read word, which Yosys keeps as a wire; the "
         "register read multiplexer takes only its bits 2:0 (`{29'h00000000, _0294_[2:0]}`).",

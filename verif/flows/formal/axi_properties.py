@@ -322,6 +322,8 @@ def engine_writer_props(*, max_burst, bus_bytes, rows_max, words_max):
         m.d.comb += [
             Assert(Mux(i["pending/r_rdy"], (row < head.rows) & (word < head.total_words),
                        (row == 0) & (word == 0)), "the W side's position is outside its block"),
+            Assert(i["keep"] == (~i["pending/r_rdy"] | (word < head.words)),
+                   "keep is not the W side's word within the words to write"),
             Assert(count == i["lengths/level"], "the bursts owed W are not the lengths queued"),
             Assert(i["in_burst"] == pos, "in_burst is not the W beats of the burst"),
             Assert(Mux(count != 0, pos < lens[0], pos == 0), "W beats past the burst's length"),
