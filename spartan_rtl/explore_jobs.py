@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_RANGES", "DEVICES", "Candidate", "Budget", "candidates", "cycles_job",
-           "ecp5_device"]
+__all__ = ["DEFAULT_RANGES", "DEVICES", "Candidate", "Budget", "candidates", "twin",
+           "cycles_job", "ecp5_device"]
 
 #: The ranges swept unless ``--set`` gives others: bus lanes, the resident chunk (k x n),
 #: the multipliers along N and the on-chip output rows.
@@ -39,6 +39,11 @@ class Candidate:
     @property
     def label(self):
         return " ".join(f"{k}={v}" for k, v in self.changed) or "defaults"
+
+    @property
+    def is_twin(self):
+        """A dense-only twin (``sparse=false``), a baseline, not a candidate of the ranking."""
+        return self.params.get("sparse") is False
 
     @property
     def dsp_floor(self):
@@ -84,6 +89,15 @@ def candidates(ranges, block=None):
         except (ValueError, TypeError):
             invalid += 1
     return found, invalid
+
+
+def twin(candidate, block=None):
+    """``candidate``'s dense-only twin: the same parameters with ``sparse=false``, the build
+    without the monitor, compactor, decision and table (docs/engine.md#dense-only-twin)."""
+    from .hw import blocks
+    block = block or blocks.get(BLOCK)
+    changed = tuple(sorted({**dict(candidate.changed), "sparse": False}.items()))
+    return Candidate(changed, block.resolve(dict(changed)))
 
 
 # ------------------------------------------------------------------ the job (on the workers)

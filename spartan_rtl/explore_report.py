@@ -34,8 +34,15 @@ def _ranking_lines(answer):
     return lines
 
 
+def _sparse_fitting(answer):
+    """The placed builds that fit, twins left out: the candidates the fronts and the best are
+    among."""
+    return [p for p in answer.fitting if not p.candidate.is_twin]
+
+
 def _placed_lines(answer):
-    fronts = {"L": pareto(answer.fitting, "lut"), "D": pareto(answer.fitting, "dsp")}
+    fitting = _sparse_fitting(answer)
+    fronts = {"L": pareto(fitting, "lut"), "D": pareto(fitting, "dsp")}
     best = answer.best
     lines = [f"  {'':2}{'candidate':<44} {'LUT':>6} {'FF':>6} {'BRAM':>4} {'DSP':>4} "
              f"{'Fmax MHz':>9} {'steps/s':>8} {'dense':>8} {'front':>5}"]
@@ -79,11 +86,18 @@ def _verdict_lines(answer, device):
             f"training steps/s ({best.fmax_mhz:.1f} MHz mean over the seeds, "
             f"{best.cycles['adaptive_cycles']} cycles a step)",
             f"  speedup over the best dense-only build that fits: {answer.speedup:.2f}x "
-            f"(dense-only: {dense.candidate.label} forced dense, MODE 1: "
+            f"(dense-only: {dense.candidate.label}{_dense_kind(answer, ' ')}: "
             f"{dense.dense_steps_per_s:.1f} steps/s, {dense.cycles['dense_cycles']} cycles "
             f"from the model at its measured Fmax)",
             _default_line(answer, device),
             f"  generate it: {best.generate_command}"]
+
+
+def _dense_kind(answer, sep=""):
+    """What the dense-only baseline is: a placed twin, or (no twin fits) a build forced
+    dense."""
+    return "" if answer.dense_is_twin else \
+        sep + "forced dense, MODE 1 (no dense-only twin placed fits)"
 
 
 def _placed_json(p):
@@ -112,7 +126,7 @@ def answer_json(answer, request, trace_name, trace_sha256):
                        for c, cyc in answer.ranked[:TOP_RANKED]],
             "placed": [_placed_json(p) for p in answer.placed],
             "best": _placed_json(answer.best), "dense_best": _placed_json(answer.dense_best),
-            "speedup_over_dense": answer.speedup,
+            "dense_best_is_twin": answer.dense_is_twin, "speedup_over_dense": answer.speedup,
             "default": _placed_json(answer.default), "default_reason": answer.default_reason,
             "over_default": answer.over_default,
             "failures": [{"kind": k, "label": label, "reason": reason}
@@ -129,8 +143,10 @@ def _answer_row(a):
     if best is None:
         best_cell = "no placed candidate fits"
     else:
+        # Answers kept before the twins were the baseline say nothing of it: forced dense.
+        how = "" if a.get("dense_best_is_twin") else " forced dense"
         best_cell = _build_cell(best) + f"; {a['speedup_over_dense']:.2f}x the best dense-only " \
-            f"({dense['label']}, {dense['dense_steps_per_s']:.1f} steps/s)"
+            f"({dense['label']}{how}, {dense['dense_steps_per_s']:.1f} steps/s)"
     default_cell = _default_text(a["default"], a["default_reason"], a["over_default"],
                                  a["device"])
     placed = sum(p["fits"] for p in a["placed"])
@@ -175,15 +191,20 @@ def format_answer(answer, request, trace_name):
 
 def plot(answer, path, device):
     """Steps per second against LUT and against DSP of the placed candidates that fit, the
-    Pareto fronts drawn, the best marked; a PNG at ``path``."""
+    Pareto fronts drawn, the best marked, the dense-only twins placed beside; a PNG at
+    ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    fitting, best = answer.fitting, answer.best
+    fitting, best = _sparse_fitting(answer), answer.best
+    twins = [p for p in answer.fitting if p.candidate.is_twin]
     for ax, cost, name in ((axes[0], "lut", "LUT"), (axes[1], "dsp", "DSP")):
         ax.scatter([p.netlist[cost] for p in fitting], [p.steps_per_s for p in fitting],
                    color="tab:blue", label="placed, fits")
+        if twins:
+            ax.scatter([p.netlist[cost] for p in twins], [p.steps_per_s for p in twins],
+                       marker="x", color="tab:gray", label="dense-only twin")
         front = pareto(fitting, cost)
         ax.step([p.netlist[cost] for p in front], [p.steps_per_s for p in front],
                 where="post", color="tab:orange", label="Pareto front")

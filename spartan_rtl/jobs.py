@@ -55,6 +55,12 @@ class Job:
     params: object = None    # what it was asked, stored beside the result
 
 
+def scheduler_address(address=None):
+    """The scheduler the jobs go to: ``address``, else ``DASK_SCHEDULER_ADDRESS``, else
+    ``None`` (a LocalCluster of this machine)."""
+    return address or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+
+
 @contextlib.contextmanager
 def cluster(address=None, *, n_workers=None, timeout=CONNECT_TIMEOUT_S, dashboard=True,
             stream=None):
@@ -63,7 +69,7 @@ def cluster(address=None, *, n_workers=None, timeout=CONNECT_TIMEOUT_S, dashboar
     printed on ``stream`` (default stderr)."""
     from distributed import Client, LocalCluster
     stream = sys.stderr if stream is None else stream
-    address = address or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+    address = scheduler_address(address)
     if address:
         client = _connect(Client, address, timeout)
         _show_dashboard(client, dashboard, stream)

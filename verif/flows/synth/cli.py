@@ -8,6 +8,7 @@ from spartan_rtl import jobs
 from verif.flows import ROOT
 from verif.flows.job_options import Parser, add_executor_options, positive, store_path
 
+from . import tools
 from .families import ASIC, FAMILIES, SynthError
 from .place import SEEDS, TARGET_MHZ
 from .report import JSON_PATH, MARKDOWN_PATH, merge
@@ -63,6 +64,13 @@ def main(argv=None):
     except (UsageError, ValueError, TypeError) as e:
         parser.error(str(e))
     store = store_path(parser, args)
+    # Without the tools every build would be kept in the store as failed; a scheduler's
+    # workers have their own.
+    local = not (args.render_only or jobs.scheduler_address(args.scheduler))
+    missing = tools.missing_tools(families) if local else []
+    if missing:
+        parser.error(f"the synthesis tools must be installed (`make synth` installs them), "
+                     f"not found: {', '.join(missing)}")
     if args.render_only:
         merge([], args.json, args.markdown)
         return 0

