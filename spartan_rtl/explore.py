@@ -138,19 +138,28 @@ class Answer:
         return [p for p in self.placed if p.fits]
 
     @property
+    def fitting_candidates(self):
+        """The fitting builds the ranking is about: the dense-only twins left out."""
+        return [p for p in self.fitting if not p.candidate.is_twin]
+
+    @property
+    def fitting_twins(self):
+        """The fitting dense-only twins: the baselines."""
+        return [p for p in self.fitting if p.candidate.is_twin]
+
+    @property
     def best(self):
-        return max((p for p in self.fitting if not p.candidate.is_twin),
-                   key=lambda p: p.steps_per_s, default=None)
+        return max(self.fitting_candidates, key=lambda p: p.steps_per_s, default=None)
 
     @property
     def dense_is_twin(self):
         """The dense-only baseline is a placed twin (else: the placed builds forced dense)."""
-        return any(p.candidate.is_twin for p in self.fitting)
+        return bool(self.fitting_twins)
 
     @property
     def dense_best(self):
-        twins = [p for p in self.fitting if p.candidate.is_twin]
-        return max(twins or self.fitting, key=lambda p: p.dense_steps_per_s, default=None)
+        return max(self.fitting_twins or self.fitting, key=lambda p: p.dense_steps_per_s,
+                   default=None)
 
     @property
     def speedup(self):

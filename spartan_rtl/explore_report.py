@@ -34,14 +34,8 @@ def _ranking_lines(answer):
     return lines
 
 
-def _sparse_fitting(answer):
-    """The placed builds that fit, twins left out: the candidates the fronts and the best are
-    among."""
-    return [p for p in answer.fitting if not p.candidate.is_twin]
-
-
 def _placed_lines(answer):
-    fitting = _sparse_fitting(answer)
+    fitting = answer.fitting_candidates
     fronts = {"L": pareto(fitting, "lut"), "D": pareto(fitting, "dsp")}
     best = answer.best
     lines = [f"  {'':2}{'candidate':<44} {'LUT':>6} {'FF':>6} {'BRAM':>4} {'DSP':>4} "
@@ -86,18 +80,17 @@ def _verdict_lines(answer, device):
             f"training steps/s ({best.fmax_mhz:.1f} MHz mean over the seeds, "
             f"{best.cycles['adaptive_cycles']} cycles a step)",
             f"  speedup over the best dense-only build that fits: {answer.speedup:.2f}x "
-            f"(dense-only: {dense.candidate.label}{_dense_kind(answer, ' ')}: "
+            f"(dense-only: {dense.candidate.label}{_dense_kind(answer)}: "
             f"{dense.dense_steps_per_s:.1f} steps/s, {dense.cycles['dense_cycles']} cycles "
             f"from the model at its measured Fmax)",
             _default_line(answer, device),
             f"  generate it: {best.generate_command}"]
 
 
-def _dense_kind(answer, sep=""):
+def _dense_kind(answer):
     """What the dense-only baseline is: a placed twin, or (no twin fits) a build forced
     dense."""
-    return "" if answer.dense_is_twin else \
-        sep + "forced dense, MODE 1 (no dense-only twin placed fits)"
+    return "" if answer.dense_is_twin else " forced dense, MODE 1 (no dense-only twin placed fits)"
 
 
 def _placed_json(p):
@@ -197,8 +190,7 @@ def plot(answer, path, device):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    fitting, best = _sparse_fitting(answer), answer.best
-    twins = [p for p in answer.fitting if p.candidate.is_twin]
+    fitting, twins, best = answer.fitting_candidates, answer.fitting_twins, answer.best
     for ax, cost, name in ((axes[0], "lut", "LUT"), (axes[1], "dsp", "DSP")):
         ax.scatter([p.netlist[cost] for p in fitting], [p.steps_per_s for p in fitting],
                    color="tab:blue", label="placed, fits")
