@@ -57,7 +57,11 @@ Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at th
                   ``results`` FIFO (one row group deep, readable :data:`ACC_TO_WRITER` cycles
                   after the beat) and out to the writer, one bus word a cycle
                   (``lanes*acc_width/data_width`` words a ``C`` beat, the padding columns'
-                  words dropped in a cycle each). The next row group's last chunk can put a
+                  words dropped in a cycle each). With several column groups (``n > n_par``)
+                  a row's beats leave the GEMM an output entry (``n_par/lanes`` beats) at a
+                  time, each ``issue_to_push + 1`` cycles after its group's last pass: the
+                  first groups' words go out while the row's later groups compute, and each
+                  entry waits for its own credit. The next row group's last chunk can put a
                   beat in only while the FIFO has room: at low density, when a row group is one
                   inner chunk, the writer sets the pace (``n*acc_width/data_width`` cycles a
                   row against the GEMM's credit floor).
@@ -238,7 +242,9 @@ def tile_profile(nnz, t, *, sparse=True, transposed=False):
     (nonzeros per row; ignored when dense). Returns a dict of int64 arrays, cycles from each
     tile's first ``A`` beat: ``X`` (tiles, rows) each row's last pass, ``load`` (tiles, rows)
     each row's mask taken by the loader, ``c_last`` (tiles,) the last ``C`` beat, ``beats``
-    (tiles, rows) the ``C`` beats of each row's result, ``passes`` (tiles,) issue cycles."""
+    (tiles, rows) the ``C`` beats of each row's last output entry (``n_par/lanes``; an empty
+    row's zero token: ``n/lanes``), ``gap`` (tiles, rows) cycles between the last passes of a
+    row's column groups (0 for an empty row: one entry), ``passes`` (tiles,) issue cycles."""
     g = t.gemm
     nnz = np.atleast_2d(np.asarray(nnz, dtype=np.int64))
     T, R = nnz.shape
@@ -288,7 +294,10 @@ def tile_profile(nnz, t, *, sparse=True, transposed=False):
         # The loader takes row i's mask as soon as row i-2 has left its slot.
         LS[:, r0:] = np.maximum(arrive[r0:][None, :], X[:, r0 - 2:R - 2] + 1)
     c_last = X[:, -1] + g.issue_to_push + beats[:, -1]
-    return {"X": X, "load": LS, "c_last": c_last, "beats": beats,
+    # A row's column groups end one after another, each its passes or its credit after the
+    # last: group j's last pass is X - (groups-1-j) * gap (an empty row: one entry, gap 0).
+    gap = np.where(nnz == 0, 0, np.maximum(per_group, floor_after))
+    return {"X": X, "load": LS, "c_last": c_last, "beats": beats, "gap": gap,
             "passes": passes.sum(axis=1)}
 
 
@@ -415,8 +424,8 @@ def _block_profiles(nnz, modes, mvs, t, transposed):
             for i, kc in enumerate(kcs):
                 j = i if mode else 0
                 prof[(mode, mt, kc)] = {"c_last": int(pr["c_last"][j]), "X": pr["X"][j],
-                                        "load": pr["load"][j], "passes": int(pr["passes"][j]),
-                                        "nnz": rows[j]}
+                                        "gap": pr["gap"][j], "load": pr["load"][j],
+                                        "passes": int(pr["passes"][j]), "nnz": rows[j]}
     return prof
 
 
@@ -471,33 +480,58 @@ def _b_chunk_waits(op, tile_prev, a_last_prev, t):
     return np.maximum(0, _xt_fill(t) - tile_prev - 1)
 
 
-def _results_fifo_stall(X, a_first, written, t):
+def _output_entries(X, gap, t):
+    """The GEMM's output entries of a tile's rows, in order: a row's column groups (an empty
+    row: one zero token of ``n/lanes`` beats), group ``j``'s last pass ``(groups-1-j)*gap``
+    before the row's last pass ``X``. Returns ``(last_pass, beats)``, ``(rows, groups)``
+    arrays (an empty row's first ``groups-1`` entries have no beats) and each entry's beats
+    leave ``issue_to_push + 1`` cycles after its last pass, one a cycle."""
+    g = t.gemm
+    groups = g.col_groups
+    X, gap = np.asarray(X, dtype=np.int64), np.asarray(gap, dtype=np.int64)
+    last_pass = X[:, None] - gap[:, None] * np.arange(groups - 1, -1, -1)[None, :]
+    zero = gap == 0 if groups > 1 else np.zeros(X.size, dtype=bool)
+    beats = np.where(zero[:, None], 0, np.full((X.size, groups), g.n_par // t.lanes))
+    beats[:, -1] = np.where(zero, t.n // t.lanes, g.n_par // t.lanes)
+    return last_pass, beats
+
+
+def _results_fifo_stall(X, gap, a_first, written, t):
     """A row group's results into the ``results`` FIFO (one row group deep): its ``C`` beat
     ``j`` waits for entry ``entries + j - E`` of the previous group to have left, and the
-    GEMM's rows then wait for their credit. ``X``: each row's last pass in the group's last
-    step, from ``a_first``, its first ``A`` beat; ``written``: the previous group's ``(entry
-    free times, entries)``, or None. Returns ``(stall, ready)``: cycles the group's last ``C``
-    beat is delayed, and each ``C`` beat's cycle, ``(rows, beats a row)`` from ``a_first``."""
+    GEMM's output entries (:func:`_output_entries`) then wait for their credit. ``X``, ``gap``:
+    each row's last pass in the group's last step, from ``a_first``, its first ``A`` beat, and
+    the cycles between its column groups' last passes; ``written``: the previous group's
+    ``(entry free times, entries)``, or None. Returns ``(stall, ready)``: cycles the group's
+    last ``C`` beat is delayed, and each ``C`` beat's cycle, ``(rows, beats a row)`` from
+    ``a_first``."""
     g = t.gemm
     beats_row = t.n // t.lanes
     itp = g.issue_to_push
-    floor = itp + 1 + beats_row         # a row's next credit pass, after its last pass
-    ready = (X[:, None] + itp + 1 - (beats_row - g.n_par // t.lanes)
-             + np.arange(beats_row)[None, :])
+    last_pass, nb = _output_entries(X, gap, t)
+    has = nb.reshape(-1) > 0
+    e_pass, e_beats = last_pass.reshape(-1)[has], nb.reshape(-1)[has]     # entries in order
+    e_of = np.repeat(np.arange(e_pass.size), e_beats)                     # each beat's entry
+    j = np.arange(e_of.size) - np.repeat(np.cumsum(e_beats) - e_beats, e_beats)
+    ready = (e_pass[e_of] + itp + 1 + j).reshape(X.size, beats_row)
     if written is None:
         return 0, ready
     free, entries = written
-    idx = entries + np.arange(X.size * beats_row).reshape(X.size, beats_row) \
-        - t.acc_rows * beats_row
+    idx = entries + np.arange(X.size * beats_row) - t.acc_rows * beats_row
     if not (idx >= 0).any():
         return 0, ready
     bound = np.where(idx >= 0, free[np.clip(idx, 0, None)] - a_first, -(1 << 40))
-    s_row = (bound + (beats_row - 1 - np.arange(beats_row))).max(axis=1) - (itp + beats_row)
-    x_last = int(X[-1])
-    if X.size > 1:
-        suffix = X[-1] - X[1:]            # increments after row i + 1
-        x_last = max(x_last, int((s_row[:-1] + floor + suffix).max()))
-    stall = max(0, max(x_last, int(s_row[-1])) - int(X[-1]))
+    # The last pass each entry would need for its beats not to wait; the next entry's last
+    # pass follows the entry's last beat (its credit).
+    s_entry = np.full(e_pass.size, -(1 << 40))
+    np.maximum.at(s_entry, e_of, bound - itp - 1 - j)
+    floor = itp + 1 + e_beats
+    x_last = int(e_pass[-1])
+    if e_pass.size > 1:
+        suffix = e_pass[-1] - e_pass[1:]      # increments after entry e + 1
+        x_last = max(x_last, int((s_entry[:-1] + floor[:-1] + suffix).max()))
+    stall = max(0, max(x_last, int(s_entry[-1])) - int(e_pass[-1]))
+    bound = bound.reshape(X.size, beats_row)
     return stall, (np.maximum(ready, bound) if stall else ready)
 
 
@@ -530,21 +564,24 @@ def _schedule_steps(op, tile, a_last, groups, t, a_first0):
     written = None               # entry free times, entries of the previous row group's results
     busy_until = -(1 << 40)
     writer_end = None
-    for group, (nv, X) in enumerate(groups):
+    for group, (nv, X, gap) in enumerate(groups):
         row_cycles, kept, _ = _row_write_cycles(nv, t)
         pace = _cdiv(row_cycles, beats_row)
         s0, s1 = group * n_kc, (group + 1) * n_kc
         ends = c_prev + np.cumsum(inc[s0:s1])
         c_last[s0:s1] = ends
         a_first = int(ends[-1]) - int(tile[s1 - 1])
-        group_stall, ready = _results_fifo_stall(X, a_first, written, t)
+        group_stall, ready = _results_fifo_stall(X, gap, a_first, written, t)
         c_prev = int(ends[-1]) + group_stall
         c_last[s1 - 1] = c_prev
         stall[s1 - 1] = group_stall
         start = _writer_starts((a_first + ready + ACC_TO_WRITER).reshape(-1), pace, busy_until)
         busy_until = int(start[-1] + wpc - 1)
         written = (start + wpc, start.size)
-        writer_end = (busy_until, int(start[-beats_row]) + kept - 1)
+        # The last row's last kept word: in its beat ``b`` (a row's beats need not follow
+        # one another: its column groups leave the GEMM apart).
+        b = (kept - 1) // wpc
+        writer_end = (busy_until, int(start[b - beats_row]) - b * pace + kept - 1)
         if op in (1, 2) and group_stall and s1 < T:
             # the next B chunk's wait, measured from the later C beat
             wait = _b_chunk_waits(op, int(tile[s1 - 1]) + group_stall,
@@ -593,7 +630,8 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     b_span = _b_span(op, t)
     b_first0, a_ready0 = _first_step_times(op, mvs, kvs, nvs, t)
     a_first0 = max(b_first0 + b_span, a_ready0)
-    groups = [(nvs[s // (n_mt * n_kc)], prof[keys[s]]["X"]) for s in range(n_kc - 1, T, n_kc)]
+    groups = [(nvs[s // (n_mt * n_kc)], prof[keys[s]]["X"], prof[keys[s]]["gap"])
+              for s in range(n_kc - 1, T, n_kc)]
     c_last, stall, b_wait, (end_words, end_kept) = _schedule_steps(op, tile, a_last, groups, t,
                                                                    a_first0)
     layer = max(end_words + LAST_WORD_TO_DONE, end_kept + WRITE_RESPONSE)

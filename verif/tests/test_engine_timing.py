@@ -279,9 +279,10 @@ RTL_LAYERS = {
                       (2, 40, 19, 9, 0.1, 2)]),
     "defaults": ({}, [(0, 300, 64, 64, 0.1, 2), (1, 70, 65, 20, 0.9, 1)]),
     # The dense-only twin: its mask FIFO instead of the compactor, the GEMM's dense-only build;
-    # MODE 2 runs dense too.
-    "twin": (dict(SMALL, sparse=False), [(0, 37, 21, 13, 0.5, 1), (1, 33, 17, 20, 0.3, 2),
-                                         (2, 40, 19, 9, 0.1, 1)]),
+    # MODE 2 runs dense too. Two column groups (n = 2 n_par): a row's results leave the GEMM a
+    # group at a time. The engine testbench's twin build (test_engine.py), shared.
+    "twin": (dict(SMALL, sparse=False, n=16), [(0, 37, 21, 13, 0.5, 1), (1, 33, 17, 20, 0.3, 2),
+                                               (2, 40, 19, 9, 0.1, 1)]),
 }
 #: Cycles the model may miss by on a dgrad (OP 1) layer: its last A beat into the core sets
 #: when the transposer can take the next Wᵀ chunk, and the model steps the compactor's input
