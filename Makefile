@@ -19,7 +19,7 @@ RTL_DIR  ?= rtl_out
 RTL_FLAGS ?=
 export PATH := $(BIN):$(PATH)
 
-.PHONY: FORCE help venv rtl test test-fast lint waves waves-docs docs-registers bench bench-quick synth traces mutants coverage fuzz clean distclean formal
+.PHONY: FORCE help venv rtl test test-fast lint waves waves-docs docs-registers bench bench-quick synth area-model traces mutants coverage fuzz clean distclean formal
 
 help:
 	@echo "make rtl     generate every block's Verilog + manifest into $(RTL_DIR)/"
@@ -35,6 +35,8 @@ help:
 	@echo "             figure of merit and ASIC proxy: docs/synth.md (SYNTH_ARGS=\"gemm --families ecp5,asic\")"
 	@echo "             jobs on a Dask LocalCluster of JOBS workers (SYNTH_ARGS=\"--scheduler tcp://HOST:PORT\"),"
 	@echo "             results kept in build/explore.sqlite (the store spartan explore shares)"
+	@echo "make area-model  synthesise (and place 6 of) the builds spartan explore's area and clock model"
+	@echo "             is fitted on, print its errors, rewrite docs/explore/area_model.json (AREA_ARGS)"
 	@echo "make formal  k-induction proofs (else BMC) of every block's outputs and invariants: docs/formal.md"
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"
@@ -147,6 +149,13 @@ traces: $(TRACES_STAMP)
 # tests; never part of `make test` (verif/tests/test_mutants.py checks the generator there). Each
 # mutant is a job on Dask (the test extra has it), its verdict kept in the store that synth and
 # spartan explore use (docs/explore.md#the-store): a rerun evaluates only what changed.
+# The area and clock model's rows (about 45 min on 2 cores, most of it Yosys on the
+# acc_rows=1024 builds): netlists and placements from the store spartan explore shares.
+area-model: $(SYNTH_STAMP)
+	YOWASP_CACHE_DIR=$(CURDIR)/.cache/yowasp XDG_CACHE_HOME=$(CURDIR)/.cache \
+		nice -n 19 $(BIN)/python -m verif.flows.area_model --jobs $(JOBS) --place 6 --write \
+		$(AREA_ARGS)
+
 mutants: $(STAMP)
 	nice -n 5 $(BIN)/python -m verif.flows.mutants --jobs $(JOBS) $(MUTANTS_ARGS)
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__, jobs
+from .area_model import AreaModel
 from .explore_jobs import (
     BLOCK,
     FAMILY,
@@ -84,14 +85,16 @@ class Request:
 
 @dataclass(frozen=True)
 class JobKinds:
-    """The job functions (module-level, importable by the workers) and the synthesis tools'
-    versions (called here, on the client): tests put stubs in."""
+    """The job functions (module-level, importable by the workers), the synthesis tools'
+    versions and the area and clock model (both called here, on the client): tests put stubs
+    in."""
 
     cycles: Callable = cycles_job
     verilog: Callable = verilog_job
     netlist: Callable = netlist_job
     place: Callable = place_job
     synth_tools: Callable = tool_versions
+    area_model: Callable = AreaModel.load
 
 
 @dataclass
@@ -128,6 +131,11 @@ class Answer:
     ranked: list             # [(candidate, cycles)], fewest adaptive cycles first
     placed: list             # [Placed]
     failures: list = field(default_factory=list)    # [(kind, label, reason)]
+    #: The area and clock model's predictions beside what was measured:
+    #: ``[(label, figure, predicted, measured)]``, and the candidates it pruned.
+    model_checks: list = field(default_factory=list)
+    pruned: int = 0
+    area: object = None      # the AreaModel it used
     #: The engine's default build: its :class:`Placed` if placed (a member of ``placed``),
     #: else why not (its netlist over the budget, or no synthesis asked).
     default: object = None
@@ -181,8 +189,12 @@ class Explorer:
     def __init__(self, client, store, request, kinds=JobKinds(), stream=None):
         self.client, self.store, self.request, self.kinds = client, store, request, kinds
         self.stream, self.failures = stream, []
-        #: Why :meth:`pick` passed over a candidate: its DSP floor, its synthesis, its netlist.
+        #: Why :meth:`pick` passed over a candidate: its DSP floor, the area model, its
+        #: synthesis, its netlist.
         self.passed_over = {}
+        self.area = kinds.area_model()
+        #: ``[(label, figure, predicted, measured)]`` of every netlist and placement measured.
+        self.model_checks = []
         self._synth_tools = None
         self._trace = None
 
@@ -235,6 +247,7 @@ class Explorer:
         counts = self._results("synthesis", [(c, jobs.Job(
             netlist_key(made[c]["sha256"], FAMILY, self.synth_tools()), self.kinds.netlist,
             (BLOCK, dict(c.changed), FAMILY, WORK), c.label, c.params)) for c in ok])
+        self._check_model(cands, counts.get)
         return {c: (made[c], counts[c]) if c in ok and counts[c] is not None else None
                 for c in cands}
 
@@ -245,10 +258,14 @@ class Explorer:
         budget, picked, tried = self.request.budget, {}, 0
         queue = []
         for c in ranked:
-            if c.dsp_floor <= budget.dsp:
-                queue.append(c)
-            else:
+            over = self.area.surely_over(c.params, budget)
+            if c.dsp_floor > budget.dsp:
                 self.passed_over[c] = f"needs {c.dsp_floor} DSP, the budget is {budget.dsp}"
+            elif over:
+                self.passed_over[c] = "the area model puts it over the budget in " + ", ".join(
+                    f"{r.upper()} (about {want} > {have})" for r, want, have in over)
+            else:
+                queue.append(c)
         limit = SYNTH_TRIES_PER_PICK * count
         while len(picked) < count and queue and tried < limit:
             size = min(count - len(picked), limit - tried)
@@ -276,8 +293,24 @@ class Explorer:
             f"{c.label} seed {seed}", c.params))
             for c, made in picked.items() for seed in range(1, r.seeds + 1)]
         seeds = self._results("place and route", pairs)
-        return [_placed(c, cycles[c], made, [seeds[(c, s)] for s in range(1, r.seeds + 1)])
-                for c, made in picked.items()]
+        placed = [_placed(c, cycles[c], made, [seeds[(c, s)] for s in range(1, r.seeds + 1)])
+                  for c, made in picked.items()]
+        fmax = {p.candidate: {"fmax_mhz": p.fmax_mhz} for p in placed if p.fits}
+        self._check_model(list(fmax), fmax.get)
+        return placed
+
+    def _check_model(self, cands, measured):
+        """Keep the model's prediction of every figure it fits beside the measured one
+        (``measured(candidate)``: a dict of figures, or None)."""
+        for c in cands:
+            found = measured(c)
+            if found is None:
+                continue
+            for figure, predicted in self.area.predict(c.params).items():
+                check = (c.label, figure, predicted, found.get(figure))
+                # A build asked for twice (the default among the ranked) is one measurement.
+                if check[3] is not None and check not in self.model_checks:
+                    self.model_checks.append(check)
 
 
 def _placed(candidate, cycles, made, seeds):
@@ -331,8 +364,10 @@ def explore(explorer, cands, invalid):
         reason = ("not synthesised (--synth 0)" if not request.synth
                   else "its cycle model failed" if default not in cycles
                   else explorer.passed_over[default])
+    pruned = sum(why.startswith("the area model") for why in explorer.passed_over.values())
     return Answer(len(cands), invalid, [(c, cycles[c]) for c in ranked], placed,
-                  explorer.failures, default=placed_default, default_reason=reason)
+                  explorer.failures, explorer.model_checks, pruned, explorer.area,
+                  default=placed_default, default_reason=reason)
 
 
 # ------------------------------------------------------------------ the command line

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["pareto", "format_answer", "answer_json", "answers_markdown", "plot", "TOP_RANKED"]
+__all__ = ["pareto", "model_errors", "format_answer", "answer_json", "answers_markdown", "plot",
+           "TOP_RANKED"]
 
 #: Candidates of the cycle model's ranking shown.
 TOP_RANKED = 10
@@ -93,6 +94,32 @@ def _dense_kind(answer):
     return "" if answer.dense_is_twin else " forced dense, MODE 1 (no dense-only twin placed fits)"
 
 
+def model_errors(checks):
+    """``{figure: (count, mean |error|, largest |error|)}`` of ``[(label, figure, predicted,
+    measured)]``, the errors relative to the measured."""
+    out = {}
+    for figure in dict.fromkeys(f for _, f, _, _ in checks):
+        errors = [abs(p - m) / m for _, f, p, m in checks if f == figure and m]
+        if errors:
+            out[figure] = (len(errors), sum(errors) / len(errors), max(errors))
+    return out
+
+
+def _model_lines(answer):
+    area = answer.area
+    if area is None or not area.fits:
+        return ["  area and clock model: no measured rows (make area-model); nothing pruned"]
+    fitted = ", ".join(f"{figure.upper().replace('_MHZ', '')} {f.mean_error:.1%} mean, "
+                       f"{f.max_error:.1%} largest" for figure, f in area.fits.items())
+    lines = [f"  area and clock model (fitted on {max(f.rows for f in area.fits.values())} "
+             f"builds; leave-one-out error {fitted}): {answer.pruned} candidates pruned "
+             f"before synthesis"]
+    for figure, (count, mean, largest) in model_errors(answer.model_checks).items():
+        lines.append(f"    {figure.upper().replace('_MHZ', '')} against this sweep's {count} "
+                     f"measured: {mean:.1%} mean error, {largest:.1%} largest")
+    return lines
+
+
 def _placed_json(p):
     if p is None:
         return None
@@ -122,6 +149,9 @@ def answer_json(answer, request, trace_name, trace_sha256):
             "dense_best_is_twin": answer.dense_is_twin, "speedup_over_dense": answer.speedup,
             "default": _placed_json(answer.default), "default_reason": answer.default_reason,
             "over_default": answer.over_default,
+            "area_model": {"pruned": answer.pruned, "errors": {
+                figure: {"count": n, "mean": mean, "largest": largest}
+                for figure, (n, mean, largest) in model_errors(answer.model_checks).items()}},
             "failures": [{"kind": k, "label": label, "reason": reason}
                          for k, label, reason in answer.failures]}
 
@@ -177,6 +207,8 @@ def format_answer(answer, request, trace_name):
                   *_placed_lines(answer), *_verdict_lines(answer, r.device)]
     elif r.synth:
         lines.append(f"  no candidate's netlist fits the budget on {r.device}")
+    if r.synth:
+        lines += _model_lines(answer)
     for kind, label, reason in answer.failures:
         lines.append(f"  failed: {kind} of {label}: {reason}")
     return "\n".join(lines)

@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from spartan_rtl import cli, estimate, jobs  # noqa: E402
+from spartan_rtl import area_model, cli, estimate, jobs  # noqa: E402
+from spartan_rtl.area_model import AreaModel  # noqa: E402
 from spartan_rtl.explore import Explorer, JobKinds, Request, explore  # noqa: E402
 from spartan_rtl.explore_jobs import Budget, candidates, twin  # noqa: E402
 from spartan_rtl.explore_report import format_answer  # noqa: E402
@@ -252,7 +253,7 @@ def tiny_trace(path):
 
 RANGES = {"lanes": (8,), "k": (16, 32, 64), "n": (8, 16), "n_par": (8,), "acc_rows": (8, 32)}
 STUBS = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=fake_place,
-                 synth_tools=fake_tools)
+                 synth_tools=fake_tools, area_model=AreaModel)
 
 
 def model_cycles(trace, params, dense=False):
@@ -309,7 +310,7 @@ def test_without_a_fitting_twin_the_baseline_is_the_placed_builds_forced_dense(
         return fake_place(block, changed, family, device, seed, freq, build, netlist_key,
                           timeout_s)
     kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=no_twin_routes,
-                     synth_tools=fake_tools)
+                     synth_tools=fake_tools, area_model=AreaModel)
     answer = explore(Explorer(client, store, request, kinds), cands, invalid)
     assert [p.candidate.is_twin for p in answer.placed if not p.fits] == [True]
     assert not answer.dense_is_twin
@@ -327,7 +328,7 @@ def test_a_placement_past_its_time_limit_is_a_failure_and_the_rest_answer(
                                                          bram=56), RANGES, synth=3,
                       place_minutes=7)
     kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=slow_wide_place,
-                     synth_tools=fake_tools)
+                     synth_tools=fake_tools, area_model=AreaModel)
     answer = explore(Explorer(client, store, request, kinds), cands, invalid)
     late = [p for p in answer.placed if p.candidate.params["n"] == 16]
     assert late and all(not p.fits for p in late)
@@ -443,3 +444,112 @@ def test_a_network_name_explores_its_layers_at_the_densities_of_networks_py(
     assert [cyc["adaptive_cycles"] for _, cyc in answer.ranked] == \
         sorted(network_cycles(c.params) for c in cands)
     assert answer.placed == [] and answer.default_reason == "not synthesised (--synth 0)"
+
+
+# ------------------------------------------------------------------ the area and clock model
+
+def law(p):
+    """A LUT count linear in the model's LUT terms, coefficients chosen here."""
+    sparse = 1 if p["sparse"] else 0
+    return 900 + 60 * p["n_par"] + 40 * p["lanes"] + 5 * p["lanes"] ** 2 \
+        + 25 * sparse * p["lanes"] ** 2 + 400 * sparse + 3 * p["k"]
+
+
+def test_the_area_model_recovers_a_linear_law_and_its_error_finds_an_outlier():
+    cands, _ = candidates({"lanes": (4, 8, 16), "k": (32, 64), "n": (16, 32, 64),
+                           "n_par": (16, 32), "acc_rows": (64,)})
+    # Twins at every lanes value: else the twins' lanes^2 is not told apart from the sparse
+    # builds' (the flow's TWINS span them too).
+    params = [c.params for c in cands] + [twin(c).params for c in cands
+                                          if c.params["n"] == c.params["n_par"] == 16
+                                          and c.params["k"] == 32]
+    assert len(params) == len(cands) + 3
+    exact = area_model.fit("lut", params, [law(p) for p in params])
+    assert dict(zip(exact.terms, exact.coefficients)) == pytest.approx(
+        {"1": 900, "n_par": 60, "lanes": 40, "lanes^2": 5, "sparse*lanes^2": 25, "sparse": 400,
+         "k": 3, "block RAMs": 0}, abs=1e-6)
+    assert exact.max_error < 1e-9 and len(exact.loo_errors) == len(params)
+    # One row measured 20 % over the law: the fit on the others predicts the law there, so
+    # that row's leave-one-out error is 1/1.2 - 1; the model's largest error says so.
+    measured = [law(p) for p in params]
+    measured[3] *= 1.2
+    off = area_model.fit("lut", params, measured)
+    assert off.loo_errors[3] == pytest.approx(1 / 1.2 - 1)
+    assert off.max_error == pytest.approx(1 - 1 / 1.2)
+
+
+def test_the_area_model_prunes_before_synthesis_and_is_checked_against_the_netlists(
+        client, store, tmp_path):
+    """A model putting every k = 64 build at 16000 LUTs (largest validation error 10 %)
+    prunes them under a 10000-LUT budget: none is synthesised, each says why; the builds
+    synthesised have their prediction beside their netlist in the answer."""
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    lut_by_k = area_model.Fit("lut", ("k",), (250.0,), 5, (0.1, -0.05))
+    kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=fake_place,
+                     synth_tools=fake_tools, area_model=lambda: AreaModel({"lut": lut_by_k}))
+    request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=10000, ff=10**6, dsp=28,
+                                                         bram=56), RANGES, synth=2)
+    explorer = Explorer(client, store, request, kinds)
+    answer = explore(explorer, cands, invalid)
+    deep = [c for c in cands if c.params["k"] == 64]
+    deep += [twin(c) for c in deep]
+    assert len(deep) == 8
+    for c in deep:
+        assert explorer.passed_over[c] == ("the area model puts it over the budget in LUT "
+                                           "(about 16000 > 10000)")
+    assert answer.pruned == len(deep)
+    synthesised = {label: (predicted, measured)
+                   for label, figure, predicted, measured in answer.model_checks}
+    assert synthesised and all("k=64" not in label for label in synthesised)
+    for c in cands + [twin(c) for c in cands]:
+        if c.label in synthesised:
+            assert synthesised[c.label] == (250.0 * c.params["k"], fake_netlist(
+                "engine", dict(c.changed), "ecp5", None)["lut"])
+    text = format_answer(answer, request, "tiny")
+    assert f"{answer.pruned} candidates pruned before synthesis" in text
+    assert f"LUT against this sweep's {len(synthesised)} measured" in text
+
+
+def test_the_kept_area_model_rows_fit_within_their_stated_error():
+    """docs/explore/area_model.json (``python -m verif.flows.area_model --write``): every
+    figure the pruning uses is fitted and validated on its rows."""
+    import json
+    model = AreaModel.load()
+    for figure in ("lut", "dsp", "bram"):
+        f = model.fits[figure]
+        assert f.rows > len(f.terms) and len(f.loo_errors) == f.rows
+    # The block RAMs counted from the memories' shapes are Yosys' own, build by build.
+    for row in json.loads(area_model.DEFAULT_PATH.read_text())["rows"]:
+        assert area_model.memory_brams(row["params"]) == row["bram"], row["changed"]
+
+
+@pytest.mark.parametrize("flow, argv, names", [
+    ("area_model", ["--place", "19"], "--place"),
+    ("area_model", ["--device", "LFE5U-12F"], "--device"),
+    ("explore_scale", ["--sizes", "5"], "--sizes"),
+    ("explore_scale", ["--workers", "0"], "--workers"),
+])
+def test_the_model_and_scale_flows_refuse_bad_input_in_one_line(flow, argv, names, tmp_path,
+                                                                 capsys):
+    import importlib
+    module = importlib.import_module(f"verif.flows.{flow}")
+    store = tmp_path / "s.sqlite"
+    extra = ["--store", str(store)] if flow == "area_model" else []
+    with pytest.raises(SystemExit) as stop:
+        module.main([*argv, *extra])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and names in err
+    assert not store.exists()
+
+
+def test_the_model_report_gives_each_row_its_leave_one_out_error():
+    from verif.flows.area_model import report
+    cands, _ = candidates({"lanes": (4, 8, 16), "k": (32, 64), "n": (16, 32, 64),
+                           "n_par": (16,), "acc_rows": (64,)})
+    rows = [{"changed": dict(c.changed), "params": c.params, "lut": law(c.params)}
+            for c in cands]
+    rows[2]["lut"] *= 1.2
+    text = report(rows, AreaModel.from_rows(rows))
+    line = next(x for x in text.splitlines() if x.startswith(f"| {cands[2].label} |"))
+    assert f"{rows[2]['lut']:.4g} ({1 / 1.2 - 1:+.1%})" in line
