@@ -36,7 +36,7 @@ help:
 	@echo "             jobs on a Dask LocalCluster of JOBS workers (SYNTH_ARGS=\"--scheduler tcp://HOST:PORT\"),"
 	@echo "             results kept in build/explore.sqlite (the store spartan explore shares)"
 	@echo "make area-model  synthesise (and place 6 of) the builds spartan explore's area and clock model"
-	@echo "             is fitted on, print its errors, rewrite docs/explore/area_model.json (AREA_ARGS)"
+	@echo "             is fitted on, print its errors, rewrite docs/area_model.json (AREA_ARGS)"
 	@echo "make formal  k-induction proofs (else BMC) of every block's outputs and invariants: docs/formal.md"
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"

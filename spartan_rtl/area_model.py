@@ -1,11 +1,12 @@
 """The layer engine's area and clock model: ECP5 LUT4, FF, DP16KD, MULT18X18D and post-route
-Fmax predicted from the engine's parameters, fitted on measured builds (docs/explore.md#the-area-
-and-clock-model). ``spartan explore`` prunes with it before synthesis: a candidate the model puts
-over the budget by more than the model's own largest validation error is never synthesised.
+Fmax predicted from the engine's parameters, fitted on measured builds
+(docs/explore.md#the-area-and-clock-model). ``spartan explore`` prunes with it before
+synthesis: a candidate the model puts over the budget by more than twice the model's own
+largest validation error is never synthesised.
 
 Each figure is a least-squares fit, linear in a few terms that follow the hardware's structure
 (the GEMM's columns, the compactor's and transposer's lane crossbars, the memories' bits), on
-the rows of ``docs/explore/area_model.json`` (written by ``python -m
+the rows of ``docs/area_model.json`` (written by ``python -m
 verif.flows.area_model``: Yosys and nextpnr of a fixed set of engine builds). Its error is the
 leave-one-out error: each row predicted by the fit on the others, relative to the measured.
 """
@@ -24,8 +25,9 @@ __all__ = ["RESOURCES", "TERMS", "PRUNE_MARGIN", "Fit", "AreaModel", "DEFAULT_PA
 
 #: The netlist's resources, as netlist rows name them.
 RESOURCES = ("lut", "ff", "bram", "dsp")
-#: Where the flow writes the measured rows (a source checkout's, beside the explorer's answers).
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "docs" / "explore" / "area_model.json"
+#: Where the flow writes the measured rows (a source checkout's, beside docs/synth.json: the
+#: explorer's answers in docs/explore/ are its answers only).
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "docs" / "area_model.json"
 #: How far a prediction may be over, in the fit's largest leave-one-out errors, before a
 #: candidate is pruned: a row outside the fitted ones may miss by more than any fitted one did.
 PRUNE_MARGIN = 2

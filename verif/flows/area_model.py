@@ -7,7 +7,7 @@ Synthesises (Yosys, ECP5, as ``spartan explore`` does: the same jobs and store k
 two share every netlist) a fixed set of engine builds spread over the explorer's ranges,
 sparse and dense-only twins, and places the first ``--place`` of them on ``--device`` (one
 seed) for the clock. Prints every figure's fit (terms, coefficients) and its leave-one-out
-error, row by row. ``--write`` keeps the rows in docs/explore/area_model.json, which the
+error, row by row. ``--write`` keeps the rows in docs/area_model.json, which the
 explorer's pruning reads.
 """
 

@@ -1,4 +1,4 @@
-"""How a synthesis sweep scales with the number of Dask workers (docs/explore.md#scale):
+"""How a synthesis sweep scales with the number of Dask workers (docs/explore.md#measured):
 the same small sweep of engine netlists (Yosys, ECP5) on a LocalCluster of each worker count.
 
     python -m verif.flows.explore_scale [--workers 1 2 4] [--sizes N]

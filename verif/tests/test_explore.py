@@ -512,7 +512,7 @@ def test_the_area_model_prunes_before_synthesis_and_is_checked_against_the_netli
 
 
 def test_the_kept_area_model_rows_fit_within_their_stated_error():
-    """docs/explore/area_model.json (``python -m verif.flows.area_model --write``): every
+    """docs/area_model.json (``python -m verif.flows.area_model --write``): every
     figure the pruning uses is fitted and validated on its rows."""
     import json
     model = AreaModel.load()
