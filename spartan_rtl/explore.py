@@ -258,10 +258,9 @@ class Explorer:
         budget, picked, tried = self.request.budget, {}, 0
         queue = []
         for c in ranked:
-            over = self.area.surely_over(c.params, budget)
             if c.dsp_floor > budget.dsp:
                 self.passed_over[c] = f"needs {c.dsp_floor} DSP, the budget is {budget.dsp}"
-            elif over:
+            elif over := self.area.surely_over(c.params, budget):
                 self.passed_over[c] = "the area model puts it over the budget in " + ", ".join(
                     f"{r.upper()} (about {want} > {have})" for r, want, have in over)
             else:

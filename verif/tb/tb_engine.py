@@ -912,8 +912,11 @@ async def random_layers(dut):
     last = None
     big = tb.rng.randrange(layers) if tb.args.get("big", True) else -1
     # First, per OP, a small layer over every loop: one output row, two inner chunks (the last
-    # one element), two column chunks (the last one column); then random ones.
+    # one element), two column chunks (the last one column); then one whose rows and inner
+    # dimension fill their chunks exactly (a loop reloaded at its bound: ``left`` = its size),
+    # with two column chunks; then random ones.
     edges = [(op, *dims_of(op, 1, p["k"] + 1, p["n"] + 1)) for op in range(3)] \
+        + [(0, *dims_of(0, p["acc_rows"], p["k"], p["n"] + 1))] \
         if tb.args.get("edges", True) else []
     for i in range(len(edges) + layers):
         if i < len(edges):
