@@ -334,7 +334,7 @@ def _whole_rows(m, p, regs, a, modes):
     ]
     with m.If(a_take):
         m.d.sync += [first.eq(a.payload.last), row_beat.eq(Mux(row_end, 0, row_beat + 1))]
-    _count_tiles(m, a_tile, restart=pass_start, started=a_take & a.payload.last)
+    m.d.sync += a_tile.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
     mask = stream.Signature(data.StructLayout({"data": K, "last": 1})).create()
     rows = stream.Signature(beat_layout(L, W)).create()
     m.d.comb += [
@@ -344,14 +344,6 @@ def _whole_rows(m, p, regs, a, modes):
         row_data.r_en.eq(rows.ready),
     ]
     return a_tile, a_take, mask, rows
-
-
-def _count_tiles(m, a_tile, *, restart, started):
-    """``a_tile``: 0 at ``restart``, one more as each tile's last A beat is taken. The
-    handshake chooses between ``a_tile`` and ``a_tile + 1``, both from the register: as the
-    adder's carry-in it rippled through all 32 bits after the A handshake (the engine's
-    slowest path, 11.9 ns on ECP5)."""
-    m.d.sync += a_tile.eq(Mux(restart, 0, Mux(started, a_tile + 1, a_tile)))
 
 
 def _a_to_compactor(m, a, monitor, compactor, modes, *, threshold, pass_start):
@@ -380,9 +372,11 @@ def _a_to_compactor(m, a, monitor, compactor, modes, *, threshold, pass_start):
     ]
     a_take = Signal()
     m.d.comb += a_take.eq(a.valid & a.ready)
+    a_tile_next = Signal(32)
+    m.d.comb += a_tile_next.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
     with m.If(a_take):
         m.d.sync += first.eq(a.payload.last)
-    _count_tiles(m, a_tile, restart=pass_start, started=a_take & a.payload.last)
+    m.d.sync += a_tile.eq(a_tile_next)
     m.d.comb += [modes.w_en.eq(a_take & first), modes.w_data.eq(sparse_next)]
     return first, sparse_next, decision_ready, a_tile, a_take
 

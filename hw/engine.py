@@ -207,29 +207,22 @@ class RegionChecks:
 
 class LayerWalk:
     """Where the sequencer is in the layer: the output columns (``no``), output rows (``mo``)
-    and inner dimension (``ki``) still ``left`` from each loop's size, and the byte addresses
-    (``addr``) of the step's A tile, B chunk and C tile. ``kc_first``, ``kc_last``: the step
-    is its row group's first, last inner chunk; ``mt_last``, ``nc_last``: the last row group,
-    column group; ``mv``, ``kv``, ``nv``: the step's valid rows, inner elements, columns, and
-    ``words`` the bus words of ``lanes`` elements that each fills."""
+    and inner dimension (``ki``) still ``left`` from each loop's size, and the byte offsets
+    (``off``) of the step's A tile, B chunk and C tile in their matrices. ``kc_first``,
+    ``kc_last``: the step is its row group's first, last inner chunk; ``mt_last``,
+    ``nc_last``: the last row group, column group; ``mv``, ``kv``, ``nv``: the step's valid
+    rows, inner elements, columns."""
 
-    def __init__(self, op, desc, output_shape, *, lanes, k, n, acc_rows, elem_bytes,
-                 acc_bytes):
+    def __init__(self, op, desc, output_shape, *, k, n, acc_rows, elem_bytes, acc_bytes):
         K, N, MT, d = k, n, acc_rows, desc
-        self._op, self._desc, self._lanes = op, desc, lanes
+        self._op, self._desc, self._k, self._n, self._acc_rows = op, desc, K, N, MT
         self._out_rows, self._out_cols = output_shape[0], output_shape[1]
         self.mo, self.ki, self.no = (Signal(DIM_BITS, name=name) for name in ("mo", "ki", "no"))
         self.left = {name: Signal(DIM_BITS + 1, name=f"{name}_left")
                      for name in ("mo", "ki", "no")}
-        # The step's A tile, B chunk and C tile addresses are registers stepped by the loops'
-        # ``delta``s, beside the starts of the current row group's A (``a_mt``) and column
-        # group's B and C (``b_nc``, ``c_nc``), to which a loop returns: summed from the
-        # descriptor's address and offsets in the step's commands, ``OP`` through those adders
-        # into the read command queue was the engine's slowest path (10.0 ns on ECP5).
-        self.addr = {name: Signal(ADDR_WIDTH, name=f"addr_{name}") for name in "abc"}
-        self.base = {name: Signal(ADDR_WIDTH, name=f"base_{name}")
-                     for name in ("a_mt", "b_nc", "c_nc")}
-        # What each address steps by (the descriptor is held through the layer).
+        self.off = {name: Signal(32, name=f"off_{name}")
+                    for name in ("a_mt", "a_kc", "b_kc", "b_nc", "c_mt", "c_nc")}
+        # What each offset steps by (the descriptor is held through the layer).
         self.delta = {
             "a_mt": Mux(op == OPS["wgrad"], MT * elem_bytes, d["A_STRIDE"] * MT),
             "a_kc": Mux(op == OPS["wgrad"], d["A_STRIDE"] * K, K * elem_bytes),
@@ -244,35 +237,23 @@ class LayerWalk:
         self._size = {"mo": MT, "ki": K, "no": N}
         self.last = {name: Signal(name=f"{name}_last", init=1) for name in ("mo", "ki", "no")}
         self.valid = {name: Signal(DIM_BITS, name=f"{name}_valid") for name in ("mo", "ki", "no")}
-        # ``words`` is written with ``valid`` for the same reason: the round-up's adder after
-        # the step's operand multiplexer fed the read command queue.
-        self.words = {name: Signal(DIM_BITS, name=f"{name}_words") for name in ("mo", "ki", "no")}
         self.kc_first = Signal(name="kc_first")
         self.kc_last, self.mt_last, self.nc_last = (self.last[x] for x in ("ki", "mo", "no"))
         self.mv, self.kv, self.nv = (self.valid[x] for x in ("mo", "ki", "no"))
-
-    def _words(self, count):
-        """Bus words of ``lanes`` elements that ``count`` elements fill."""
-        return (count + (self._lanes - 1)) >> log2(self._lanes)
 
     def _load(self, m, name, value):
         """``left[name]`` = ``value``: a loop (re)starts."""
         size = self._size[name]
         m.d.sync += [self.left[name].eq(value), self.last[name].eq(value <= size),
-                     self.valid[name].eq(Mux(value <= size, value, size)),
-                     self.words[name].eq(Mux(value <= size, self._words(value),
-                                             self._words(size)))]
+                     self.valid[name].eq(Mux(value <= size, value, size))]
 
     def _step(self, m, name):
         """``left[name]`` -= the loop's step, its flags from the ``left`` before (in parallel
         with the subtraction, not after it)."""
         size, left = self._size[name], self.left[name]
         last = left <= 2 * size
-        # (``left - size`` rounded up, as one subtraction of a constant.)
-        last_words = (left - (size - (self._lanes - 1))) >> log2(self._lanes)
         m.d.sync += [left.eq(left - size), self.last[name].eq(last),
-                     self.valid[name].eq(Mux(last, left - size, size)),
-                     self.words[name].eq(Mux(last, last_words, self._words(size)))]
+                     self.valid[name].eq(Mux(last, left - size, size))]
 
     def _inner(self):
         """The inner dimension's size by OP."""
@@ -286,35 +267,30 @@ class LayerWalk:
                      self.kc_first.eq(1)]
         for name, value in (("mo", rows), ("no", cols), ("ki", self._inner())):
             self._load(m, name, value)
-        starts = {"a": "A_ADDR", "b": "B_ADDR", "c": "C_ADDR",
-                  "a_mt": "A_ADDR", "b_nc": "B_ADDR", "c_nc": "C_ADDR"}
-        m.d.sync += [reg.eq(self._desc[starts[name]])
-                     for name, reg in (*self.addr.items(), *self.base.items())]
+        m.d.sync += [o.eq(0) for o in self.off.values()]
 
     def advance(self, m):
         """After a step: the next inner chunk, else the next row group, else the next column
         group."""
-        addr, base, delta, d = self.addr, self.base, self.delta, self._desc
+        off, delta = self.off, self.delta
         m.d.sync += self.kc_first.eq(self.kc_last)
         with m.If(~self.kc_last):
             self._step(m, "ki")
-            m.d.sync += [addr["a"].eq(addr["a"] + delta["a_kc"]),
-                         addr["b"].eq(addr["b"] + delta["b_kc"])]
+            m.d.sync += [off["a_kc"].eq(off["a_kc"] + delta["a_kc"]),
+                         off["b_kc"].eq(off["b_kc"] + delta["b_kc"])]
         with m.Else():
             self._load(m, "ki", self.ki)
-            m.d.sync += addr["b"].eq(base["b_nc"])
+            m.d.sync += [off["a_kc"].eq(0), off["b_kc"].eq(0)]
             with m.If(~self.mt_last):
                 self._step(m, "mo")
-                a_next = base["a_mt"] + delta["a_mt"]
-                m.d.sync += [base["a_mt"].eq(a_next), addr["a"].eq(a_next),
-                             addr["c"].eq(addr["c"] + delta["c_mt"])]
+                m.d.sync += [off["a_mt"].eq(off["a_mt"] + delta["a_mt"]),
+                             off["c_mt"].eq(off["c_mt"] + delta["c_mt"])]
             with m.Else():
                 self._load(m, "mo", self.mo)
                 self._step(m, "no")
-                b_next, c_next = base["b_nc"] + delta["b_nc"], base["c_nc"] + delta["c_nc"]
-                m.d.sync += [base["a_mt"].eq(d["A_ADDR"]), addr["a"].eq(d["A_ADDR"]),
-                             base["b_nc"].eq(b_next), addr["b"].eq(b_next),
-                             base["c_nc"].eq(c_next), addr["c"].eq(c_next)]
+                m.d.sync += [off["a_mt"].eq(0), off["c_mt"].eq(0),
+                             off["b_nc"].eq(off["b_nc"] + delta["b_nc"]),
+                             off["c_nc"].eq(off["c_nc"] + delta["c_nc"])]
 
 
 class SpartanEngine(wiring.Component):
@@ -369,9 +345,8 @@ class SpartanEngine(wiring.Component):
         checks = RegionChecks(op, d, shapes, bus_bytes=p["data_width"] // 8,
                               code_shape=status.err_code.shape())
         checks.add_verdicts(m)
-        walk = LayerWalk(op, d, shapes["C"], lanes=p["lanes"], k=p["k"], n=p["n"],
-                         acc_rows=p["acc_rows"], elem_bytes=self._elem_bytes,
-                         acc_bytes=self._acc_bytes)
+        walk = LayerWalk(op, d, shapes["C"], k=p["k"], n=p["n"], acc_rows=p["acc_rows"],
+                         elem_bytes=self._elem_bytes, acc_bytes=self._acc_bytes)
         self._sequencer(m, f, op, d, status, checks, walk, queues,
                         (reader, transposer, acc, writer), layer_start=layer_start,
                         start_accepted=start_accepted, mem_error=mem_error)
@@ -435,12 +410,6 @@ class SpartanEngine(wiring.Component):
         # the monitor and compactor, and the transposer may offer one operand before the
         # reader has sent the other: so B chunk s waits until C tile s-1 has left, and A tile
         # s until B chunk s is in. (Counts modulo 4: they never differ by more than one.)
-        # The operand routes by OP from flip-flops of their own (a layer's first beat comes
-        # well after START copies OP): decoded from ``op``, whose fan-out spans the
-        # sequencer, a far ``op`` through the A handshake into the core's tile counter was
-        # the engine's slowest path (11.9 ns on ECP5).
-        wgrad, dgrad = Signal(name="route_wgrad"), Signal(name="route_dgrad")
-        m.d.sync += [wgrad.eq(op == OPS["wgrad"]), dgrad.eq(op == OPS["dgrad"])]
         b_loaded = Signal(2, name="b_loaded")
         a_sent = Signal(2, name="a_sent")
         c_left = Signal(2, name="c_left")
@@ -449,7 +418,7 @@ class SpartanEngine(wiring.Component):
                      a_sent.eq(a_sent + (a.valid & a.ready & a.payload.last)),
                      c_left.eq(c_left + (c.valid & c.ready & c.payload.last))]
         m.d.comb += [b_allowed.eq(b_loaded == c_left), a_allowed.eq(a_sent != b_loaded)]
-        to_core_a = a_allowed & Mux(wgrad, t_out.valid & (t_out.payload.dest == 0),
+        to_core_a = a_allowed & Mux(op == OPS["wgrad"], t_out.valid & (t_out.payload.dest == 0),
                                     beats.valid & (beats.payload.dest == DEST_A))
         m.d.comb += [
             transposer.w_valid.eq(beats.valid & (beats.payload.dest == DEST_T)),
@@ -459,12 +428,12 @@ class SpartanEngine(wiring.Component):
                                Mux(beats.payload.dest == DEST_A, a.ready & a_allowed,
                                    b.ready & b_allowed))),
             a.valid.eq(to_core_a),
-            a.payload.data.eq(Mux(wgrad, t_out.payload.data, beats.payload.data)),
-            a.payload.last.eq(Mux(wgrad, t_out.payload.last, beats.payload.last)),
-            b.valid.eq(b_allowed & Mux(dgrad, t_out.valid & (t_out.payload.dest == 1),
+            a.payload.data.eq(Mux(op == OPS["wgrad"], t_out.payload.data, beats.payload.data)),
+            a.payload.last.eq(Mux(op == OPS["wgrad"], t_out.payload.last, beats.payload.last)),
+            b.valid.eq(b_allowed & Mux(op == OPS["dgrad"], t_out.valid & (t_out.payload.dest == 1),
                                        beats.valid & (beats.payload.dest == DEST_B))),
-            b.payload.data.eq(Mux(dgrad, t_out.payload.data, beats.payload.data)),
-            b.payload.last.eq(Mux(dgrad, t_out.payload.last, beats.payload.last)),
+            b.payload.data.eq(Mux(op == OPS["dgrad"], t_out.payload.data, beats.payload.data)),
+            b.payload.last.eq(Mux(op == OPS["dgrad"], t_out.payload.last, beats.payload.last)),
             t_out.ready.eq(Mux(t_out.payload.dest, b.ready & b_allowed, a.ready & a_allowed)),
         ]
 
@@ -520,33 +489,36 @@ class SpartanEngine(wiring.Component):
         L, K, N, MT, DW = p["lanes"], p["k"], p["n"], p["acc_rows"], p["data_width"]
         BW = DW // 8
         mv, kv, nv = walk.mv, walk.kv, walk.nv
-        mw, kw, nw = (walk.words[name] for name in ("mo", "ki", "no"))
+
+        def valid_words(count):
+            return (count + (L - 1)) >> log2(L)
 
         def last_mask(count):
             rem = count[:log2(L)] if L > 1 else Const(0, 1)
             return Mux(rem == 0, (1 << L) - 1, (Const(1, L + 1) << rem) - 1)[:L]
 
-        def read_cmd(base, stride, rows, valid_rows, beats, count, words, dest, operand_b):
+        def read_cmd(base, stride, rows, valid_rows, beats, count, dest, operand_b):
             return pack(read_cmd_layout(L), base=base, stride=stride, rows=rows,
-                        valid_rows=valid_rows, beats=beats, words=words,
+                        valid_rows=valid_rows, beats=beats, words=valid_words(count),
                         last_mask=last_mask(count), dest=dest, operand_b=operand_b)
 
+        off = walk.off
         b_cmd = read_cmd(
-            walk.addr["b"], d["B_STRIDE"],
+            d["B_ADDR"] + off["b_kc"] + off["b_nc"], d["B_STRIDE"],
             Mux(op == OPS["dgrad"], N, K), Mux(op == OPS["dgrad"], nv, kv),
             Mux(op == OPS["dgrad"], K // L, N // L), Mux(op == OPS["dgrad"], kv, nv),
-            Mux(op == OPS["dgrad"], kw, nw), Mux(op == OPS["dgrad"], DEST_T, DEST_B), 1)
+            Mux(op == OPS["dgrad"], DEST_T, DEST_B), 1)
         a_cmd = read_cmd(
-            walk.addr["a"], d["A_STRIDE"],
+            d["A_ADDR"] + off["a_mt"] + off["a_kc"], d["A_STRIDE"],
             Mux(op == OPS["wgrad"], K, mv), Mux(op == OPS["wgrad"], kv, mv),
             Mux(op == OPS["wgrad"], MT // L, K // L), Mux(op == OPS["wgrad"], mv, kv),
-            Mux(op == OPS["wgrad"], mw, kw), Mux(op == OPS["wgrad"], DEST_T, DEST_A), 0)
+            Mux(op == OPS["wgrad"], DEST_T, DEST_A), 0)
         t_cmd = pack(transpose_cmd_layout(), cols=Mux(op == OPS["dgrad"], K, mv),
                      beats=Mux(op == OPS["dgrad"], N // L, K // L), dest=op == OPS["dgrad"])
         a_cmd_acc = pack(acc_cmd_layout(), first=walk.kc_first, last=walk.kc_last)
         out_bytes = nv * self._acc_bytes
         rem_bytes = out_bytes[:log2(BW)]
-        w_cmd = pack(write_cmd_layout(DW), base=walk.addr["c"],
+        w_cmd = pack(write_cmd_layout(DW), base=d["C_ADDR"] + off["c_mt"] + off["c_nc"],
                      stride=d["C_STRIDE"], rows=mv,
                      words=(out_bytes + (BW - 1)) >> log2(BW),
                      total_words=N // L * (L * p["acc_width"] // DW),

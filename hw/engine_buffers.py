@@ -3,7 +3,7 @@ GEMMs read operands as a training framework stores them, and the accumulator tha
 partial sums on chip across the whole inner dimension.
 """
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -208,7 +208,7 @@ class Accumulator(wiring.Component):
         depth = p["rows"] * (p["n"] // L)
         m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[])
         rp, wp = sums.read_port(), sums.write_port()
-        # ``depth - 1`` entries, and ``out``'s register holds the last (see ``_read_out``).
+        # ``depth - 1`` entries, and ``out_word`` holds the last (see ``_read_out``).
         m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=depth - 1)
 
         cmd, c = self.cmd, self.c
@@ -223,10 +223,10 @@ class Accumulator(wiring.Component):
         pipeline_empty = ~s1_valid & ~s2_valid
         out_valid = self._read_out(m, results)
         # A last chunk's beat is taken only with room for it and the two ahead in ``results``
-        # and ``out``. ``held`` counts those as they come and go: summed from
+        # and ``out_word``. ``held`` counts those as they come and go: summed from
         # ``results.level`` (whose ready register feeds an adder), the room and ``c.ready``
         # were the dense-only twin's slowest path (12.1 ns on ECP5, into ``c_slice``).
-        held = Signal(range(depth + 1), name="held")   # = s1 + s2 + results + out's words
+        held = Signal(range(depth + 1), name="held")   # = s1 + s2 + results + out_word
         # ``mid_tile`` is ``addr != 0`` as a flip-flop: the compare through ``c.ready`` into
         # ``c_slice``'s registers was the engine's slowest path next (10.4 ns on ECP5).
         mid_tile = Signal(name="mid_tile")
@@ -256,28 +256,19 @@ class Accumulator(wiring.Component):
         return m
 
     def _read_out(self, m, results):
-        """``out`` from two registers loaded from ``results`` whenever one is free, taken in
-        turn. Why registers: ``results`` is two block RAMs deep at the defaults, and their read
-        data went through the multiplexer between them into the writer's word select and out
-        on W (12.3 ns on ECP5). Why two, each loaded straight from the block RAMs: one
-        register, loaded only as ``out`` moved, put the writer's ``wready`` through
-        ``results``' read enable into its level's adder (the dense-only twin's slowest path,
-        10.9 ns); a register slice put two LUTs behind the block RAMs' 5.8 ns clock-to-output
-        (11.3 ns); and as a two-entry FIFO the pair became 64 distributed RAMs, with which the
-        engine had not routed after 40 minutes (without them, 13). The first word held is one
-        of the ``depth`` entries (the second is loaded only while ``out`` waits), so the room
-        a last chunk waits for and the cycles a word leaves are unchanged. Returns ``out``'s
-        valid."""
-        words = Array(Signal(results.width, name=f"out_word{i}") for i in range(2))
-        load_at, take_at = Signal(name="out_load_at"), Signal(name="out_take_at")
-        held = Signal(range(3), name="out_held")
+        """``out`` from a register, ``out_word``, loaded from ``results`` as it empties. Why:
+        ``results`` is two block RAMs deep at the defaults, and their read data went through
+        the multiplexer between them into the writer's word select and out on W, the engine's
+        slowest path (12.3 ns on ECP5). The register is one of the ``depth`` entries, so the
+        room a last chunk waits for is unchanged; a word reaches ``out`` one cycle later, and
+        back to back as before while the writer drains. Returns ``out_valid``."""
+        out_valid = Signal(name="out_valid")
+        out_word = Signal(results.width, name="out_word")
         load = Signal()
-        take = self.out.valid & self.out.ready
-        m.d.comb += [load.eq(results.r_rdy & (held != 2)), results.r_en.eq(held != 2),
-                     self.out.valid.eq(held != 0), self.out.payload.eq(words[take_at])]
+        m.d.comb += [load.eq(results.r_rdy & (~out_valid | self.out.ready)),
+                     results.r_en.eq(load),
+                     self.out.valid.eq(out_valid), self.out.payload.eq(out_word)]
+        m.d.sync += out_valid.eq(load | (out_valid & ~self.out.ready))
         with m.If(load):
-            m.d.sync += [words[load_at].eq(results.r_data), load_at.eq(~load_at)]
-        with m.If(take):
-            m.d.sync += take_at.eq(~take_at)
-        m.d.sync += held.eq(held + load - take)
-        return held != 0
+            m.d.sync += out_word.eq(results.r_data)
+        return out_valid

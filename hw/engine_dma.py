@@ -254,13 +254,8 @@ class BlockReader(wiring.Component):
 
         block = data.View(read_cmd_layout(L), pending.r_data)
         row, beat = Signal(COUNT_BITS, name="row"), Signal(COUNT_BITS, name="beat")
-        # ``in_memory`` = ``row < valid_rows`` and ``beat < words``, each a flip-flop stepped
-        # with the position (1 at a block's first beat: a block reads at least one word of
-        # one row). The compares (carry chains), through the R handshake into the error flag
-        # and the status registers, were the dense-only twin's slowest path (11.3 ns on ECP5).
-        row_in, beat_in = Signal(name="row_in", init=1), Signal(name="beat_in", init=1)
-        in_memory = Signal(name="in_memory")
-        m.d.comb += in_memory.eq(row_in & beat_in)
+        in_memory = Signal()
+        m.d.comb += in_memory.eq((row < block.valid_rows) & (beat < block.words))
         last_word = beat == block.words - 1
         mask = Mux(last_word, block.last_mask, (1 << L) - 1)
         # The beats leave through a register slice: the position's compares (carry chains)
@@ -286,15 +281,8 @@ class BlockReader(wiring.Component):
         m.d.comb += [self.r_error.eq(took_word & ((r_word.resp != RESP_OKAY) | (r_word.id != 0))),
                      self.words_a.eq(took_word & ~block.operand_b),
                      self.words_b.eq(took_word & block.operand_b)]
-        advance = out.valid & out.ready
-        step_position(m, advance, beat, block.beats, row, block.rows, pending.r_en)
-        with m.If(advance):
-            with m.If(beat == block.beats - 1):
-                m.d.sync += [beat_in.eq(1),
-                             row_in.eq((row == block.rows - 1)
-                                       | (row_in & (row + 1 != block.valid_rows)))]
-            with m.Else():
-                m.d.sync += beat_in.eq(beat_in & (beat + 1 != block.words))
+        step_position(m, out.valid & out.ready, beat, block.beats, row, block.rows,
+                      pending.r_en)
         # Read bursts requested and not yet ended by their ``rlast`` at the port: none when
         # idle (a word still held belongs to a burst that has ended).
         bursts = Signal(16)

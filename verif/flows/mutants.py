@@ -929,32 +929,6 @@ NOTES = {
         "written while a layer runs would show it, and no engine test does that (the stream "
         "core's testbench does, on the same logic; the engine documents no change of "
         "`TABLE_BASE` mid-layer).",
-    ("engine", "assign _0696_ = \\core.mo  <= 9'h100;", "assign _0696_ = \\core.mo  < 9'h100;"):
-        "a gap in the engine's tests: the row loop reloaded at a column group's end with "
-        "exactly `acc_rows` rows left took itself for not the last, and ran a row group of "
-        "no rows. Killed once `random_layers` ran a layer whose rows and inner dimension fill "
-        "their chunks exactly, with two column groups.",
-    ("engine", "assign _2126_[31:4] = 28'h0000000;", "assign _2126_[31:4] = 28'h1;"):
-        "equivalent: bits 31:4 of a wire in the register read's OR of selected words, of "
-        "which the OR takes bits 3:0 (`ERR_CODE`).",
-    ("engine", "assign _2130_[31:2] = 30'h00000000;", "assign _2130_[31:2] = 30'h1;"):
-        "equivalent: bits 31:2 of a wire in the register read's OR of selected words, of "
-        "which the OR takes bits 1:0 (`OP`).",
-    ("engine", "assign \\core.idle$432  = _2345_ & _2347_;",
-     "assign \\core.idle$432  = _2345_ | _2347_;"):
-        "equivalent under the engine's schedule: the transposer's `idle` (no block held, no "
-        "read issued or fetched, nothing waiting to leave) is read only by the sequencer's "
-        "`DRAIN`, ANDed with every other unit's. Whatever the transposer still holds there is "
-        "an operand of the layer's last step, whose `C` the accumulator has not yet taken "
-        "(its command waits for the tile's last beat), so the accumulator is busy whenever "
-        "the transposer is, and the weaker `idle` (either half) never ends a layer earlier.",
-    ("engine", "assign _2270_ = _2190_ ? 1'h1 : 1'h0;", "assign _2270_ = _2190_ ? 1'h0 : 1'h1;"):
-        "not killed, not equivalent: a write to `THRESHOLD` no longer restarts the per-tile "
-        "decision's pipeline, and a write to any other register does. START restarts it "
-        "anyway and the extra restarts only hold a tile's start for the pipeline's depth, so "
-        "only `THRESHOLD` written while a layer runs would show it, and no engine test does "
-        "that (the stream core's testbench does, on the same logic; the engine documents no "
-        "change of `THRESHOLD` mid-layer).",
 }
 
 

@@ -174,9 +174,8 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
     the walker has still to request (its R side takes every beat requested and no other);
     nothing outstanding when ``idle``.
 
-    Invariants: :func:`_walker_invariants`; the pending blocks' counts in range, the R
-    side's row and beat within its block (0 and 0 between blocks), and its ``row_in`` and
-    ``beat_in`` flip-flops equal to the compares they stand for."""
+    Invariants: :func:`_walker_invariants`; the pending blocks' counts in range and the R
+    side's row and beat within its block (0 and 0 between blocks)."""
     from spartan_rtl.hw.engine_dma import read_cmd_layout
 
     def props(m, dut, h):
@@ -222,10 +221,6 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
         m.d.comb += [
             Assert(Mux(r_rdy, (row < head.rows) & (beat < head.beats), (row == 0) & (beat == 0)),
                    "the R side's position is outside its block"),
-            Assert((i["row_in"] == (~r_rdy | (row < head.valid_rows)))
-                   & (i["beat_in"] == (~r_rdy | (beat < head.words))),
-                   "row_in, beat_in are not the R side's position within the rows and words "
-                   "in memory"),
             Assert(sum(needed) == owed + i["r_held"] + _to_request(h, rows_max, words_max),
                    "the words the R side needs are not those held, requested and to request"),
         ]
