@@ -51,8 +51,9 @@ Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at th
                   floor)``: the next row's load and its input beats stay ahead whenever the
                   floor is at least a row's load (``2 + k/lanes``) and its beats (at the
                   defaults 15 against 10 and 8; in the small configuration 9 against 6 and
-                  4), and the last ``C`` beat leaves ``issue_to_push + n_par/lanes`` after the
-                  last row's last pass.
+                  4); where it is not (``k = 128`` at 8 lanes: 15 against 18 and 16) every
+                  row is stepped. The last ``C`` beat leaves ``issue_to_push + n_par/lanes``
+                  after the last row's last pass.
     results       the last inner chunk's ``C`` beats go through the accumulator into the
                   ``results`` FIFO (one row group deep, readable :data:`ACC_TO_WRITER` cycles
                   after the beat) and out to the writer, one bus word a cycle
@@ -266,7 +267,14 @@ def tile_profile(nnz, t, *, sparse=True, transposed=False):
     X = np.empty((T, R), dtype=np.int64)
     LS = np.empty((T, R), dtype=np.int64)
     # The first rows, stepped: loader start (mask taken), load end, first pass, last pass.
-    r0 = min(R, START_ROWS)
+    # The closed form after them holds while every row's credit floor covers the longest load
+    # and the input's cycles a row (the loader and the input then stay ahead of the passes);
+    # where they do not (k/lanes over the floor: k = 128 at 8 lanes, 16 beats a row against
+    # 15), every row is stepped.
+    bpr = t.beats_per_row
+    input_cycles = _cdiv(4 * bpr, 3) if transposed else bpr
+    ahead = int(floor_after.min()) >= max(1 + g.data_gap + bpr, input_cycles)
+    r0 = min(R, START_ROWS) if ahead else R
     le_prev = np.full(T, -(1 << 40))
     for i in range(r0):
         ls = np.full(T, arrive[i])

@@ -253,7 +253,10 @@ class RowLoader(wiring.Component):
         # ECP5 (10.4 ns); a row now loads in 2 + ceil(nnz / lanes) cycles instead of 1 + ...,
         # which only rows with fewer nonzeros than their passes cover ever see.
         if SPARSE:
-            chunk_bits = min(8, K)
+            # At most 8 chunks, so the second cycle's sum is three adders deep whatever K:
+            # 16 chunks of 8 bits (K = 128) made it four, the GEMM's critical path on ECP5
+            # (11.8 ns in the engine). K <= 64 keeps 8-bit chunks.
+            chunk_bits = min(K, max(8, -(-K // 8)))
             chunks = [mask_in[j:j + chunk_bits] for j in range(0, K, chunk_bits)]
             chunk_counts = [Signal(range(len(c) + 1), name=f"chunk_count{i}")
                             for i, c in enumerate(chunks)]

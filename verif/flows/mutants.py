@@ -705,6 +705,14 @@ def rerun_survivors(blocks, *, client, store, log=print, only=None, retry_failed
 
 # --- the report ----------------------------------------------------------------------------
 
+#: The GEMM scheduler's ``first`` walker states (a slot's row as primed, restored for each
+#: column group after its first): survivors that change their reset value.
+_FIRST_RESET = ("equivalent: the reset value of {} in a scheduler slot's `first` walker state "
+                "(its row as primed, restored for each column group after the first) is never "
+                "read: `first` loads in the cycle the slot's row primes (`prime1`, two cycles "
+                "after its mask is taken), before the row can be full and issue, and an empty "
+                "row never restores it.")
+
 #: What each survivor says (or which test was added to kill it), by (block, line before,
 #: line after), written by hand after reading the survivors of seed 1. A new survivor (or one
 #: whose Verilog moved) shows as "not yet explained".
@@ -899,19 +907,10 @@ NOTES = {
         "instead: the tests that run a layer after a memory error (`memory_error`) and START "
         "while busy (`start_while_busy`) were not in the engine's mutant subset. Killed once "
         "`memory_error` joined it.",
-    ("gemm@live", "assign _0139_ = \\core.datapath.loader.mask_accept  ? _0079_ : "
-                  "\\core.datapath.loader.chunk_count3 ;",
-     "assign _0139_ = _0079_;"):
-        "equivalent: the row loader's chunk counts (the popcounts of a mask's 8-bit chunks) "
-        "are read only in the cycle after a mask is taken (`ld_wait`, when they are summed), "
-        "and then hold the value loaded as it was taken, whether or not they load in other "
-        "cycles.",
-    ("gemm@live", "assign _0371_ = rst ? 2'h0 : _0384_;",
-     "assign _0371_ = rst ? 2'h1 : _0384_;"):
-        "equivalent: `prime1` set for slot 0 at reset makes slot 0's mask walker take one "
-        "`hop` out of its reset state, and a hop from an empty walker (no bits, no groups "
-        "left) gives the same empty walker; a mask taken then has priority, and primes as "
-        "usual.",
+    ("gemm@live", "assign _0585_[6:0] = rst ? 7'h00 : _0603_;",
+     "assign _0585_[6:0] = rst ? 7'h1 : _0603_;"): _FIRST_RESET.format("slot 1's `head`"),
+    ("gemm@live", "assign _0582_[30:27] = rst ? 4'h0 : _0643_;",
+     "assign _0582_[30:27] = rst ? 4'h1 : _0643_;"): _FIRST_RESET.format("slot 0's `nxt_g`"),
     ("engine@live", "assign _1925_[32:31] = 2'h0;", "assign _1925_[32:31] = 2'h1;"):
         "equivalent: bits 32:31 of a wire in the register read's OR of selected words, of "
         "which the OR takes bits 30:0.",

@@ -11,7 +11,9 @@ __all__ = ["simulate", "run_with_deadline", "put_stream", "get_stream", "axil_wr
 
 
 def simulate(dut, *testbenches, vcd=None, deadline_cycles=200_000):
-    """Run async ``testbenches`` (each ``async def tb(ctx)``) against ``dut`` with a clock."""
+    """Run async ``testbenches`` (each ``async def tb(ctx)``) against ``dut`` with a clock,
+    failing (not hanging) when they still wait after ``deadline_cycles``: a design that loses
+    a beat leaves its testbench waiting for ever."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for tb in testbenches:
@@ -20,7 +22,7 @@ def simulate(dut, *testbenches, vcd=None, deadline_cycles=200_000):
         with sim.write_vcd(vcd):
             sim.run_until(deadline_cycles * 1e-8)
     else:
-        sim.run()
+        run_with_deadline(sim, deadline_cycles)
 
 
 def run_with_deadline(sim, cycles):

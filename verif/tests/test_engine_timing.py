@@ -283,6 +283,9 @@ RTL_LAYERS = {
     # group at a time. The engine testbench's twin build (test_engine.py), shared.
     "twin": (dict(SMALL, sparse=False, n=16), [(0, 37, 21, 13, 0.5, 1), (1, 33, 17, 20, 0.3, 2),
                                                (2, 40, 19, 9, 0.1, 1)]),
+    # k = 128: 16 beats a row against the output's 15-cycle floor, so sparse rows wait for
+    # their input (the model steps every row; its closed form read these 426 and 2778 short).
+    "k128": ({"k": 128}, [(0, 256, 512, 64, 0.1, 2), (2, 130, 300, 70, 0.5, 2)]),
 }
 #: Cycles the model may miss by on a dgrad (OP 1) layer: its last A beat into the core sets
 #: when the transposer can take the next Wᵀ chunk, and the model steps the compactor's input

@@ -38,6 +38,8 @@ CONFIGS = [
     dict(lanes=4, width=18, signed=True, acc_width=40, k=16, n=16, n_par=8, multiplier="ecp5"),
     dict(lanes=4, width=6, signed=False, acc_width=10, k=24, n=16, n_par=8, sparse=False,
          multiplier="ecp5"),
+    # K = 128: the loader counts a row's nonzeros in 8 chunks of 16 mask bits
+    dict(lanes=8, width=8, signed=True, acc_width=32, k=128, n=16, n_par=16),
 ]
 
 
@@ -207,6 +209,8 @@ def _am_run(config, tiles, b_raw, rng, *, idle=0.3, backpressure=0.3):
          sparse=False),
     dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, k_par=4, n_par=8, b_banks=2,
          sparse=False),
+    # K over 64: the loader counts a row's nonzeros in 8 chunks of 13 mask bits, the last 9
+    dict(lanes=4, width=4, signed=True, acc_width=14, k=100, n=8, k_par=1, n_par=8),
 ], ids=config_id)
 def test_amaranth_sim(config):
     rng = random.Random(2)
