@@ -54,8 +54,8 @@ from .axil import (
 from .block import Block
 from .compactor import MAX_COLS, Compactor
 from .elements import beat_layout, delayed, is_nonzero, popcount, tree_sum
+from .gemm import CORE_SIZE_BOUND, SparseGemm, sim_models
 from .gemm import PARAMS as GEMM_PARAMS
-from .gemm import SIZE_BOUND, SparseGemm, sim_models
 from .gemm import check_params as check_gemm_params
 from .monitor import SparsityMonitor, stats_layout
 
@@ -160,8 +160,9 @@ def register_map(table_depth, count_bits, config=()):
     return RegisterMap("spartan_core", regs, [table], addr_width=16)
 
 
-# The GEMM's parameters but ``sparse``: the core's GEMM always skips zeros.
-PARAMS = tuple(q for q in GEMM_PARAMS if q.name != "sparse") + (
+# The GEMM's parameters but ``sparse`` (the core's GEMM always skips zeros) and
+# ``weight_sets`` (the core holds one resident ``B``, as its streams promise).
+PARAMS = tuple(q for q in GEMM_PARAMS if q.name not in ("sparse", "weight_sets")) + (
     P.power_of_two("table_depth", 64, 1, 1024, "density-table entries (tile indices remembered)"),
     P.integer("max_tile_elems", 65536, 1, 2 ** 24, "largest A tile (elements) measured exactly"),
 )
@@ -618,5 +619,5 @@ BLOCK = Block(
     check=_check,
     build=lambda **p: SpartanCore(**p),
     info=_info,
-    size_bound=SIZE_BOUND,   # the GEMM's: its monitor and compactor stay small beside it
+    size_bound=CORE_SIZE_BOUND,   # the GEMM's: its monitor and compactor stay small beside it
 )

@@ -84,11 +84,11 @@ def _check(p):
 #: "Elaboration size"): the core's GEMM terms, and the bits of its on-chip buffers over 64 (the
 #: partial sums and their result FIFO, 2*acc_rows*n*acc_width; the transposer's two blocks,
 #: about 2*max(k,n)*max(acc_rows,k)*width), as for the GEMM's weights.
-SIZE_BOUND = P.SizeBound(core.SIZE_BOUND.terms + (
+SIZE_BOUND = P.SizeBound(core.CORE_SIZE_BOUND.terms + (
     ("acc_rows", "(acc_rows*n*acc_width + max(k,n)*max(acc_rows,k)*width)/32",
      lambda p: (p["acc_rows"] * p["n"] * p["acc_width"]
                 + max(p["k"], p["n"]) * max(p["acc_rows"], p["k"]) * p["width"]) // 32),
-), core.SIZE_BOUND.limit)
+), core.CORE_SIZE_BOUND.limit)
 
 
 def pack(layout, **values):

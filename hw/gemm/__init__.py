@@ -18,11 +18,18 @@ Both follow the same loader, issue and output rules, so :mod:`spartan_rtl.golden
 both; only their constants (issue to push, output entries) differ.
 
 Weights load
-    ``s_axis_b`` is accepted only while no ``A`` tile is in flight, and a tile's first mask
-    only while no ``B`` packet is being received or offered, so a tile uses the ``B`` complete
-    when its first row started, and a ``B`` arriving mid-tile waits for the end of that tile
-    (and holds back the next one). ``B``'s ``tlast`` returns the write pointer to ``B[0, 0]``;
-    beats beyond ``k*n/lanes`` wrap around.
+    One set (``weight_sets = 1``): ``s_axis_b`` is accepted only while no ``A`` tile is in
+    flight, and a tile's first mask only while no ``B`` packet is being received or offered, so
+    a tile uses the ``B`` complete when its first row started, and a ``B`` arriving mid-tile
+    waits for the end of that tile (and holds back the next one). ``B``'s ``tlast`` returns the
+    write pointer to ``B[0, 0]``; beats beyond ``k*n/lanes`` wrap around.
+
+    Two sets (``weight_sets = 2``, broadcast datapath): ``B`` packets (chunks, each ended by
+    ``tlast``) and ``A`` tiles pair up in order: tile ``t`` multiplies by chunk ``t``. Chunk
+    ``c`` goes into set ``c mod 2``, accepted while the tile before it (``c - 1``) computes:
+    it waits only for tile ``c - 2``, the set's last user, to end; tile ``t``'s first mask
+    waits until chunk ``t`` is complete. So a producer that sends each tile's ``B`` before the
+    tile hides every load behind the tile before it.
 
 Dense-only variant
     ``sparse = false`` removes the zero-skipping logic for area comparison, every row ``k``
@@ -46,7 +53,8 @@ from ..elements import beat_layout
 from . import broadcast, replicated
 from .parts import mask_layout
 
-__all__ = ["SparseGemm", "BLOCK", "PARAMS", "check_params", "SIZE_BOUND", "STAT_PORTS",
+__all__ = ["SparseGemm", "BLOCK", "PARAMS", "check_params", "SIZE_BOUND", "CORE_SIZE_BOUND",
+           "STAT_PORTS",
            "gemm_members", "sim_models"]
 
 PARAMS = (
@@ -63,6 +71,10 @@ PARAMS = (
     P.power_of_two("b_banks", 1, 1, 64,
                    "weight-buffer banks (row k in bank k mod b_banks), each stored k_par/b_banks "
                    "times; 1 = fully replicated, conflict-free"),
+    P.integer("weight_sets", 1, 1, 2,
+              "B chunks held (k_par 1): 1, one resident B, used by every tile that starts "
+              "after it; 2, double-buffered: each A tile takes the next B chunk, which loads "
+              "while the tile before computes"),
     P.choice("multiplier", "inferred", ("inferred", "ecp5"),
              "inferred: a '*' for any tool; ecp5: Lattice MULT18X18D slices with their own "
              "registers (k_par 1, width up to 18; ships a simulation model)"),
@@ -87,6 +99,9 @@ def check_params(p):
     if p["multiplier"] == "ecp5" and p["width"] > ecp5.MAX_WIDTH:
         raise ValueError(f"width must be at most {ecp5.MAX_WIDTH} with multiplier=ecp5, "
                          f"not {p['width']!r}")
+    if p.get("weight_sets", 1) == 2 and p["k_par"] != 1:   # (the core holds one set)
+        raise ValueError(f"weight_sets=2 needs k_par 1 (the broadcast datapath), "
+                         f"not {p['k_par']!r}")
     if p["b_banks"] > p["k_par"]:
         raise ValueError(f"b_banks must be a power of two from 1 to k_par ({p['k_par']}), "
                          f"not {p['b_banks']!r}")
@@ -117,7 +132,12 @@ SIZE_TERMS = (
 #: 1.5 GB; the advertised maximum (lanes=1 k=1024 n=1024 k_par=64 n_par=256 b_banks=64, 892928)
 #: ran out of 6 GB after 8 minutes.
 SIZE_LIMIT = 200_000
-SIZE_BOUND = P.SizeBound(SIZE_TERMS, SIZE_LIMIT)
+#: The core holds one ``B`` (it has no ``weight_sets``): the GEMM's second set is its own term.
+CORE_SIZE_BOUND = P.SizeBound(SIZE_TERMS, SIZE_LIMIT)
+SIZE_BOUND = P.SizeBound(SIZE_TERMS + (
+    ("weight_sets", "[weight_sets=2: k*n*width/64]",
+     lambda p: p["k"] * p["n"] * p["width"] // 64 if p["weight_sets"] == 2 else 0),
+), SIZE_LIMIT)
 
 
 def gemm_members(p):
@@ -148,7 +168,7 @@ class SparseGemm(wiring.Component):
 
     Parameters
     ----------
-    lanes, width, signed, acc_width, k, n, k_par, n_par, b_banks, multiplier, sparse
+    lanes, width, signed, acc_width, k, n, k_par, n_par, b_banks, weight_sets, multiplier, sparse
         See ``spartan list``; checked here with the generator's messages.
 
     Members
@@ -163,9 +183,10 @@ class SparseGemm(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, width=8, signed=True, acc_width=32, k=64, n=64, k_par=1,
-                 n_par=FOLLOW_N, b_banks=1, multiplier="inferred", sparse=True):
+                 n_par=FOLLOW_N, b_banks=1, weight_sets=1, multiplier="inferred", sparse=True):
         given = dict(lanes=lanes, width=width, signed=signed, acc_width=acc_width, k=k, n=n,
-                     k_par=k_par, b_banks=b_banks, multiplier=multiplier, sparse=sparse)
+                     k_par=k_par, b_banks=b_banks, weight_sets=weight_sets,
+                     multiplier=multiplier, sparse=sparse)
         if n_par is not FOLLOW_N:   # (None, like any value, is checked: refused)
             given["n_par"] = n_par
         p = BLOCK.resolve(given)
@@ -181,6 +202,7 @@ class SparseGemm(wiring.Component):
     k_par = property(lambda self: self._p["k_par"])
     n_par = property(lambda self: self._p["n_par"])
     b_banks = property(lambda self: self._p["b_banks"])
+    weight_sets = property(lambda self: self._p["weight_sets"])
     sparse = property(lambda self: self._p["sparse"])
     multiplier = property(lambda self: self._p["multiplier"])
     copies = property(lambda self: self._p["k_par"] // self._p["b_banks"])
@@ -216,7 +238,7 @@ STAT_PORTS = {
 
 
 def _info(gemm):
-    bits = gemm.copies * gemm.k * gemm.n * gemm.width
+    bits = gemm.copies * gemm.weight_sets * gemm.k * gemm.n * gemm.width
     datapath = broadcast if gemm.k_par == 1 else replicated
     issue_to_push = datapath.ISSUE_TO_PUSH
     return {
@@ -227,7 +249,8 @@ def _info(gemm):
         "issue_to_push_cycles": issue_to_push,
         "output_fifo_entries": broadcast.OUT_DEPTH if gemm.k_par == 1 else replicated.FIFO_DEPTH,
         "weight_buffer": {"memories": gemm.k_par, "banks": gemm.b_banks, "copies": gemm.copies,
-                          "word_bits": gemm.n_par * gemm.width, "bits": bits},
+                          "sets": gemm.weight_sets, "word_bits": gemm.n_par * gemm.width,
+                          "bits": bits},
         "stats_ports": STAT_PORTS,
         **sim_models(gemm.multiplier),
     }

@@ -32,7 +32,7 @@ pointer and write port, the loader's walk through the ``A`` streams, the product
 output's beats) is in :mod:`spartan_rtl.hw.gemm.parts`.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -129,10 +129,17 @@ def walker_layout(k):
         "nxt_bits": width, "nxt_g": range(max(groups, 2)), "nxt_valid": 1, "gleft": groups})
 
 
-def slot_layout():
+def slot_layout(sets=1):
     """What a row slot holds besides its data beats and its mask (kept by the scheduler):
-    whether the row is empty, and whether it is the tile's last row."""
-    return data.StructLayout({"zero": 1, "last": 1})
+    whether the row is empty, whether it is the tile's last row and (two weight sets) the set
+    its tile multiplies by."""
+    return data.StructLayout({"zero": 1, "last": 1, **({"set": 1} if sets > 1 else {})})
+
+
+def weight_address(k, col_groups, sets):
+    """A weight word's address: ``k * col_groups + j`` within a set, the set above it."""
+    words = max(k * col_groups, 2)
+    return range(words) if sets == 1 else unsigned(Shape.cast(range(words)).width + 1)
 
 
 def pass_layout(lanes):
@@ -142,30 +149,32 @@ def pass_layout(lanes):
 
 
 class WeightBuffer(wiring.Component):
-    """``B`` resident in one memory of ``n_par``-element words, address ``k * (n/n_par) + j``.
+    """``B`` in one memory of ``n_par``-element words, address ``k * (n/n_par) + j``, in
+    ``sets`` sets (:func:`weight_address`; two: each chunk the other set than the last).
 
-    ``s_axis_b`` is ready while ``hold`` is low (no ``A`` tile in flight, nor the cycle after
-    one's last pass: no write may meet a read of the same word, whose order the memory leaves
-    undefined); ``tlast`` returns the write pointer to ``B[0, 0]``, beats beyond ``k*n/lanes``
-    wrap. The read address and the word are registered in the block RAM and the word again
-    outside it (block RAM then neither waits for logic nor drives any: the word is at
-    ``rd_data`` three cycles after its address was on ``rd_addr``).
+    ``s_axis_b`` is ready while ``hold`` is low (no ``A`` tile that reads the set being written
+    is in flight, nor is it the cycle after one's last pass: no write may meet a read of the same
+    word, whose order the memory leaves undefined); ``tlast`` returns the write pointer to
+    ``B[0, 0]`` (and moves it to the other set), beats beyond ``k*n/lanes`` wrap. The read
+    address and the word are registered in the block RAM and the word again outside it (block
+    RAM then neither waits for logic nor drives any: the word is at ``rd_data`` three cycles
+    after its address was on ``rd_addr``).
     """
 
-    def __init__(self, *, lanes, width, k, n, n_par):
-        self._p = dict(lanes=lanes, width=width, k=k, n=n, n_par=n_par)
+    def __init__(self, *, lanes, width, k, n, n_par, sets=1):
+        self._p = dict(lanes=lanes, width=width, k=k, n=n, n_par=n_par, sets=sets)
         super().__init__({
             "s_axis_b": In(stream.Signature(beat_layout(lanes, width))),
             "hold": In(1),
             "loading": Out(1),
-            "rd_addr": In(range(max(k * (n // n_par), 2))),
+            "rd_addr": In(weight_address(k, n // n_par, sets)),
             "rd_data": Out(n_par * width),
         })
 
     def elaborate(self, platform):
         m = Module()
         p = self._p
-        L, W, K, NP = p["lanes"], p["width"], p["k"], p["n_par"]
+        L, W, K, NP, SETS = p["lanes"], p["width"], p["k"], p["n_par"], p["sets"]
         CG = p["n"] // NP
         beats_per_word = NP // L
         b = self.s_axis_b
@@ -180,11 +189,18 @@ class WeightBuffer(wiring.Component):
         # RAMs and ``rd_data``: the critical path of both builds (8.3 ns). The read port is
         # combinational between two registers (``address``, ``word``) that Yosys moves into
         # the block RAM, and ``rd_data`` registers the word again.
-        m.submodules.words = words = Memory(shape=unsigned(NP * W), depth=K * CG, init=[],
-                                            attrs={"no_rw_check": 1})
+        addr = b_row * CG + b_cg
+        if SETS > 1:
+            w_set = Signal(name="w_set")       # the set the chunk coming in goes into
+            with m.If(write & b.payload.last):
+                m.d.sync += w_set.eq(~w_set)
+            addr = Cat(addr[:len(self.rd_addr) - 1], w_set)
+        m.submodules.words = words = Memory(shape=unsigned(NP * W),
+                                            depth=K * CG if SETS == 1 else 1 << len(self.rd_addr),
+                                            init=[], attrs={"no_rw_check": 1})
         beat = Cat(*[b.payload.data[i] for i in range(L)])
         write_weights(m, words, beat, lanes=L, width=W, beats_per_word=beats_per_word,
-                      addr=b_row * CG + b_cg, enable=write, b_sub=b_sub)
+                      addr=addr, enable=write, b_sub=b_sub)
         address = Signal.like(self.rd_addr)
         word = Signal.like(self.rd_data)
         rp = words.read_port(domain="comb")
@@ -199,22 +215,24 @@ class RowLoader(wiring.Component):
     the row memory (address ``(slot, beat)``).
     A slot is ``full`` from the cycle after its row's last input beat until ``release``.
 
-    A tile's first mask waits while ``b_pending`` (a ``B`` packet being received or offered).
+    A tile's first mask waits while ``b_pending`` (one weight set: a ``B`` packet being
+    received or offered; two: no complete chunk left for it). With two sets each slot also
+    keeps its tile's set: tiles take sets 0, 1, 0, ... in turn.
     ``take`` is one-hot in the cycle a slot takes the mask on ``mask`` (the scheduler keeps it). The
     mask decides how many data beats a row has; a data ``tlast`` elsewhere than the row's last beat,
     or (dense-only) a mask that is not all ones, only raises ``err``. The walk through the streams
     is the replicated loader's too (:class:`~spartan_rtl.hw.gemm.parts.RowCursor`).
     """
 
-    def __init__(self, *, lanes, width, k, sparse):
-        self._p = dict(lanes=lanes, width=width, k=k, sparse=sparse)
+    def __init__(self, *, lanes, width, k, sparse, sets=1):
+        self._p = dict(lanes=lanes, width=width, k=k, sparse=sparse, sets=sets)
         super().__init__({
             "s_axis_a_mask": In(stream.Signature(mask_layout(k))),
             "s_axis_a_data": In(stream.Signature(beat_layout(lanes, width))),
             "b_pending": In(1),
             "release": In(2),
             "full": Out(2),
-            "slots": Out(data.ArrayLayout(slot_layout(), 2)),
+            "slots": Out(data.ArrayLayout(slot_layout(sets), 2)),
             "take": Out(2),
             "mask": Out(k),
             "tile_begins": Out(1),
@@ -271,10 +289,19 @@ class RowLoader(wiring.Component):
             if SPARSE:
                 m.d.sync += [count.eq(tree_sum(chunk[i] for i in range(len(chunk))))
                              for count, chunk in zip(chunk_counts, chunks)]
+            if p["sets"] > 1:
+                # The sets' turn: flipped as each tile starts, so a tile's first row takes
+                # the set before the flip and its other rows the set after it.
+                begun_odd = Signal(name="tiles_begun_odd")
+                row_set = Mux(cursor.tile_start, begun_odd, ~begun_odd)
+                with m.If(cursor.tile_start):
+                    m.d.sync += begun_odd.eq(~begun_odd)
             for s in range(2):
                 with m.If(ld_slot == s):
                     slot = self.slots[s]
                     m.d.sync += [slot.last.eq(ms.payload.last), slot.zero.eq(empty)]
+                    if p["sets"] > 1:
+                        m.d.sync += slot.set.eq(row_set)
             cursor.start_row(m, empty=empty, mark_full=mark_full,
                              beats=ld_wait.eq(1) if SPARSE else ld_beats_left.eq(K // L))
 
@@ -304,17 +331,18 @@ class Scheduler(wiring.Component):
     issues only while an output credit is free (``OUT_DEPTH`` of them, returned by ``freed``).
     """
 
-    def __init__(self, *, lanes, k, n, n_par, sparse, out_depth=OUT_DEPTH):
-        self._p = dict(lanes=lanes, k=k, n=n, n_par=n_par, sparse=sparse, out_depth=out_depth)
+    def __init__(self, *, lanes, k, n, n_par, sparse, sets=1, out_depth=OUT_DEPTH):
+        self._p = dict(lanes=lanes, k=k, n=n, n_par=n_par, sparse=sparse, sets=sets,
+                       out_depth=out_depth)
         cg = n // n_par
         super().__init__({
             "full": In(2),
-            "slots": In(data.ArrayLayout(slot_layout(), 2)),
+            "slots": In(data.ArrayLayout(slot_layout(sets), 2)),
             "take": In(2),
             "mask": In(k),
             "release": Out(2),
             "freed": In(1),
-            "b_addr": Out(range(max(k * cg, 2))),
+            "b_addr": Out(weight_address(k, cg, sets)),
             "row_addr": Out(range(2 << _index_bits(k // lanes))),
             "o_pass": Out(stream.Signature(pass_layout(lanes), always_ready=True)),
             "stall": Out(1),
@@ -333,7 +361,7 @@ class Scheduler(wiring.Component):
         c_cg = Signal(range(max(CG, 2)))
         rank = Signal(range(max(K, 2)))          # the pass's nonzero within the row
         outstanding = Signal(range(p["out_depth"] + 1))
-        cur = Signal(slot_layout())
+        cur = Signal(slot_layout(p["sets"]))
         m.d.comb += cur.eq(Mux(c_slot, self.slots[1], self.slots[0]))
         cur_full = self.full.bit_select(c_slot, 1)
 
@@ -354,8 +382,11 @@ class Scheduler(wiring.Component):
         issue = Signal()
         m.d.comb += issue.eq(cur_full & (~group_done | (outstanding < p["out_depth"])))
 
+        b_word = column * CG + c_cg
+        if p["sets"] > 1:
+            b_word = Cat(b_word[:len(self.b_addr) - 1], cur.set)
         m.d.comb += [
-            self.b_addr.eq(column * CG + c_cg),
+            self.b_addr.eq(b_word),
             self.row_addr.eq(Cat((rank >> lane_bits)[:beat_bits], c_slot)),
             self.o_pass.valid.eq(issue),
             self.o_pass.payload.lane.eq(rank[:lane_bits] if lane_bits else 0),
@@ -575,13 +606,13 @@ class BroadcastGemm(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._p
-        L, K, N, NP = p["lanes"], p["k"], p["n"], p["n_par"]
+        L, K, N, NP, SETS = p["lanes"], p["k"], p["n"], p["n_par"], p["weight_sets"]
         m.submodules.weights = weights = WeightBuffer(lanes=L, width=p["width"], k=K, n=N,
-                                                      n_par=NP)
+                                                      n_par=NP, sets=SETS)
         m.submodules.loader = loader = RowLoader(lanes=L, width=p["width"], k=K,
-                                                 sparse=p["sparse"])
+                                                 sparse=p["sparse"], sets=SETS)
         m.submodules.scheduler = sched = Scheduler(lanes=L, k=K, n=N, n_par=NP,
-                                                   sparse=p["sparse"])
+                                                   sparse=p["sparse"], sets=SETS)
         m.submodules.macs = macs = MacArray(lanes=L, width=p["width"], signed=p["signed"],
                                             acc_width=p["acc_width"], n_par=NP,
                                             multiplier=p["multiplier"])
@@ -600,9 +631,21 @@ class BroadcastGemm(wiring.Component):
         # ``B`` waits one cycle more: the last pass's weight read is at ``t + 1``.
         tile_ended = Signal()
         m.d.sync += tile_ended.eq(sched.tile_ends)
+        if SETS == 1:
+            m.d.comb += [weights.hold.eq((tiles_in_flight != 0) | tile_ended),
+                         loader.b_pending.eq(weights.loading | self.s_axis_b.valid)]
+        else:
+            # Chunk c and tile c pair up. ``unused``: chunks complete that no tile has taken
+            # (tile t starts only with chunk t in); ``held``: chunks complete whose tile has
+            # not ended (a cycle late, as above). Chunk c's set was chunk c-2's: it is
+            # written only once tile c-2 has ended, i.e. while at most one chunk is held.
+            chunk_in = self.s_axis_b.valid & self.s_axis_b.ready & self.s_axis_b.payload.last
+            unused = Signal(range(SETS + 1), name="chunks_unused")
+            held = Signal(range(SETS + 1), name="chunks_held")
+            m.d.sync += [unused.eq(unused + chunk_in - loader.tile_begins),
+                         held.eq(held + chunk_in - tile_ended)]
+            m.d.comb += [weights.hold.eq(held == SETS), loader.b_pending.eq(unused == 0)]
         m.d.comb += [
-            weights.hold.eq((tiles_in_flight != 0) | tile_ended),
-            loader.b_pending.eq(weights.loading | self.s_axis_b.valid),
             loader.release.eq(sched.release),
             sched.full.eq(loader.full),
             sched.slots.eq(loader.slots),

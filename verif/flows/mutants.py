@@ -911,6 +911,17 @@ NOTES = {
      "assign _0585_[6:0] = rst ? 7'h1 : _0603_;"): _FIRST_RESET.format("slot 1's `head`"),
     ("gemm@live", "assign _0582_[30:27] = rst ? 4'h0 : _0643_;",
      "assign _0582_[30:27] = rst ? 4'h1 : _0643_;"): _FIRST_RESET.format("slot 0's `nxt_g`"),
+    ("gemm@sets", "assign _0407_[14:13] = rst ? 2'h0 : _0414_;",
+     "assign _0407_[14:13] = rst ? 2'h1 : _0414_;"): _FIRST_RESET.format("slot 1's `cur_g`"),
+    ("gemm@sets", "assign _0144_[4] = rst ? 1'h0 : \\core.datapath.i_pass__payload.push ;",
+     "assign _0144_[4] = rst ? 1'h1 : \\core.datapath.i_pass__payload.push ;"):
+        "equivalent: the reset value of the multipliers' first pipeline stage's `push` flag "
+        "(`macs.f1`); a stage's flags are read only where its `valid` is set (`last.valid & "
+        "last.push`), `valid` resets to 0, and the stage is loaded every cycle.",
+    ("gemm@sets", "assign _0119_ = \\core.datapath.loader.ld_wait  ? 1'h0 : "
+                  "\\core.datapath.loader.ld_wait ;", "assign _0119_ = 1'h0;"):
+        "equivalent: `ld_wait ? 0 : ld_wait` is 0 either way (the row loader's wait cycle "
+        "always ends after one cycle), so dropping its enable changes nothing.",
     ("engine@live", "assign _1925_[32:31] = 2'h0;", "assign _1925_[32:31] = 2'h1;"):
         "equivalent: bits 32:31 of a wire in the register read's OR of selected words, of "
         "which the OR takes bits 30:0.",

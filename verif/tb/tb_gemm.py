@@ -4,9 +4,13 @@ Every test: ``A`` tiles in the ZVC form of golden/compactor.py, random idle cycl
 ``s_axis_b``, ``s_axis_a_mask`` and ``s_axis_a_data`` independently, random back-pressure on
 ``m_axis_c``; every ``C`` element and every ``tlast`` compared with the golden product of the
 tile and the ``B`` complete when the tile's first mask transferred (read from the transfer
-cycles). The statistics strobes are summed every cycle and compared, tile for tile, with the
+cycles; with ``weight_sets = 2``, the tile's own chunk: tile ``t`` pairs with the ``t``-th ``B``
+packet, and :meth:`GemmTB.tile` queues a fresh chunk before any tile that has none). The
+statistics strobes are summed every cycle and compared, tile for tile, with the
 cycle model's conflict cycles, MACs and empty rows. ``timing`` runs with inputs always valid and
-the output always ready and compares cycles with :func:`spartan_rtl.golden.gemm.simulate` exactly.
+the output always ready and compares cycles with :func:`spartan_rtl.golden.gemm.simulate` exactly;
+``hidden_loads`` (two sets) sends each tile's chunk during the tile before and checks that the
+tiles still follow one another as the model says, as if no ``B`` were loaded at all.
 """
 
 import re
@@ -31,6 +35,7 @@ class GemmTB:
         self.p = p
         self.lanes, self.width, self.acc_width = p["lanes"], p["width"], p["acc_width"]
         self.k, self.n, self.signed = p["k"], p["n"], p["signed"]
+        self.sets = p["weight_sets"]
         self.timing = GemmTiming.of(p)
         self.rng = self.bench.rng
         self.np_rng = np.random.default_rng(self.bench.seed)
@@ -98,6 +103,8 @@ class GemmTB:
                               int(i == beats - 1)) for i in range(beats)])
 
     def tile(self, a_raw=None, *, rows=None, density=None, extreme=False, bad_data_last=False):
+        if self.sets > 1 and len(self.b_packets) <= len(self.tiles):
+            self.load_b()          # two sets: every tile takes a chunk of its own
         if a_raw is None:
             rows = rows or self.rng.randint(1, self.args.get("max_rows", 12))
             if density is None:
@@ -147,9 +154,14 @@ class GemmTB:
             row += len(t)
         return starts
 
-    def _b_for(self, start_cycle):
-        """The B packet whose last beat transferred before ``start_cycle`` (the latest one)."""
+    def _b_for(self, tile, start_cycle):
+        """Tile ``tile``'s B: its own chunk (two sets; complete before ``start_cycle``), else
+        the packet whose last beat transferred before ``start_cycle`` (the latest one)."""
         done = [c for b, c in zip(self.src_b.sent, self.src_b.sent_cycles) if b.last]
+        if self.sets > 1:
+            assert done[tile] < start_cycle, \
+                f"tile {tile} started in cycle {start_cycle}, its chunk ended in {done[tile]}"
+            return self.b_packets[tile]
         chosen = [i for i, c in enumerate(done) if c < start_cycle]
         assert chosen, f"a tile started in cycle {start_cycle} before any B was complete"
         return self.b_packets[chosen[-1]]
@@ -158,8 +170,8 @@ class GemmTB:
         starts = self._tile_starts()
         expected = []
         beats_per_row = self.n // self.lanes
-        for a_raw, start in zip(self.tiles, starts):
-            c = gemm(a_raw, self._b_for(start), width=self.width, signed=self.signed,
+        for i, (a_raw, start) in enumerate(zip(self.tiles, starts)):
+            c = gemm(a_raw, self._b_for(i, start), width=self.width, signed=self.signed,
                      acc_width=self.acc_width)
             flat = c.reshape(-1)
             count = len(a_raw) * beats_per_row
@@ -168,14 +180,26 @@ class GemmTB:
                                                self.acc_width), int(i == count - 1)))
         check_sequence("m_axis_c", self.sink.beats, expected)
 
-        # No B beat may transfer while a tile is being received (first to last mask beat).
-        row = 0
+        # One set: no B beat may transfer while a tile is being received (first to last mask
+        # beat). Two: chunk c's first beat not before tile c-2's last mask beat (its set's
+        # last user; that it waits for the tile's last pass, the products show).
+        row, last_masks = 0, []
         for t in self.tiles:
             sent = self.src_mask.sent_cycles
             first, last = sent[row], sent[row + len(t) - 1]
             row += len(t)
-            inside = [c for c in self.src_b.sent_cycles if first <= c <= last]
-            assert not inside, f"B beats taken in cycles {inside[:4]} inside tile ({first}..{last})"
+            last_masks.append(last)
+            if self.sets == 1:
+                inside = [c for c in self.src_b.sent_cycles if first <= c <= last]
+                assert not inside, \
+                    f"B beats taken in cycles {inside[:4]} inside tile ({first}..{last})"
+        if self.sets > 1:
+            firsts = [c for i, c in enumerate(self.src_b.sent_cycles)
+                      if i == 0 or self.src_b.sent[i - 1].last]
+            for chunk, first in enumerate(firsts[2:len(last_masks) + 2], start=2):
+                assert first > last_masks[chunk - 2], \
+                    (f"chunk {chunk}'s first beat in cycle {first}, tile {chunk - 2}'s last "
+                     f"mask in {last_masks[chunk - 2]}")
 
         # Statistics: the strobes summed over the run equal the model's totals (these do not
         # depend on timing, so random idle and back-pressure do not matter).
@@ -393,6 +417,8 @@ async def timing(dut):
     start = len(tb.tiles) - 1
     await tb.finish()
     _compare_cycles(tb, start)
+    if tb.sets > 1:
+        return   # back to back, each tile waits for its chunk: ``hidden_loads`` times that
     # Back to back: one model run over the whole sequence.
     start = len(tb.tiles)
     for density in densities:
@@ -401,6 +427,42 @@ async def timing(dut):
     tb.tile(rows=2, density=1.0)
     await tb.finish()
     _compare_cycles(tb, start)
+
+
+@cocotb.test(skip=test_args().get("hidden") is None)
+async def hidden_loads(dut):
+    """Two weight sets: tiles back to back, each tile's ``B`` chunk queued before it, inputs
+    always valid and the output always ready. Every tile has at least as many passes as a chunk
+    has beats, so each chunk loads while the tile before computes: every tile's first mask and
+    last ``C`` beat are where the model (which loads no ``B``) puts them, the loads hidden;
+    and some ``B`` beats transferred while a tile was being received."""
+    tb = GemmTB(dut)
+    if tb.sets == 1:
+        dut._log.info("hidden_loads: one weight set, nothing to hide (the loads wait by design)")
+        return
+    await tb.start(idle=0.0, backpressure=0.0)
+    tb.load_b()
+    await tb.b_loaded()
+    chunk_beats = tb.k * tb.n // tb.lanes
+    rows = -(-chunk_beats // tb.k) + 2
+    start = len(tb.tiles)
+    for density in tb.args["hidden"]:
+        # The next chunk loads from this tile's start; the loader may take the next tile's
+        # first mask once the rows before this tile's last two have issued.
+        a_raw = tb.random_matrix((4 * rows, tb.k), density)
+        masks = [m for m, _ in encode_tile(a_raw, lanes=tb.lanes, width=tb.width,
+                                           number_format="int").masks]
+        passes = sum(row_passes(m, tb.timing)[0] for m in masks[:-2])
+        assert passes >= chunk_beats + 8, f"{passes} passes cannot hide {chunk_beats} beats"
+        tb.tile(a_raw)
+    await tb.finish()
+    _compare_cycles(tb, start)
+    row, inside = 0, 0
+    for t in tb.tiles:
+        first, last = tb.src_mask.sent_cycles[row], tb.src_mask.sent_cycles[row + len(t) - 1]
+        row += len(t)
+        inside += sum(first <= c <= last for c in tb.src_b.sent_cycles)
+    assert inside > 0, "no B beat transferred while a tile was being received"
 
 
 def _compare_cycles(tb, start):
@@ -518,11 +580,15 @@ PROFILE = Profile(
     # docs/gemm.md) and the broadcast one at double width.
     synth_sizes=({"sparse": False}, {"k_par": 4, "n_par": 16}, {"n": 128, "n_par": 128}),
     mutants=20,
-    mutant_tests=(["random_traffic", "edge_tiles", "alternating_rows", "reset_mid_tile", "timing"],
-                  {"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70}),
+    mutant_tests=(["random_traffic", "edge_tiles", "alternating_rows", "reset_mid_tile", "timing",
+                   "hidden_loads"],
+                  {"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70,
+                   "hidden": [1.0, 0.5, 0.3]}),
     # At the defaults one column group (n = n_par) leaves the logic of several dead: four here;
     # and K over 64 the row loader's wider mask chunks (the defaults' are 8 bits, K = 64).
-    mutant_configs=(("live", {"n_par": 16, "k": 128}),),
+    # ``sets``: the two weight sets' logic (chunk counters, set bits), with column groups.
+    mutant_configs=(("live", {"n_par": 16, "k": 128}),
+                    ("sets", {"n_par": 16, "n": 32, "k": 32, "weight_sets": 2})),
     fuzz_examples=12,
     coverage_waivers=EMBEDDED_WAIVERS + (
         Waiver(r"=> \S*(a_bank\d+_copy\d+|\$signature__addr)",

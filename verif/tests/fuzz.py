@@ -116,6 +116,8 @@ def gemm_params(draw, core=False):
                  max_tile_elems=draw(st.one_of(st.integers(1, 64), st.integers(1, 2 ** 24))))
     else:
         p["sparse"] = draw(st.booleans())
+        if k_par == 1:
+            p["weight_sets"] = draw(st.sampled_from([1, 2]))
     return p
 
 
@@ -165,9 +167,14 @@ def in_declared_range(param, value):
     return lo <= value <= hi and (not pow2 or value & (value - 1) == 0)
 
 
+#: The whole message of a parameter that needs the broadcast datapath: its ``name=value``
+#: and the ``k_par`` given (regular expressions).
+NEEDS_K_PAR_1 = r"{} needs k_par 1 \(the broadcast datapath\), not {}"
+
+
 def cross_rule_error(block, p):
     """The rule between parameters that ``p`` (each value in range) breaks, as ``(name,
-    value)``, or None. Written from docs/interfaces.md and the documented parameter meanings,
+    value)`` (or, for a rule not worded "must be", the whole message's pattern), or None. Written from docs/interfaces.md and the documented parameter meanings,
     not from the checks in hw/: every "multiple of", "dividing", "at most" of ``spartan list``."""
     if p.get("number_format") == "fp" and p["width"] < 2:
         return "width", p["width"]                     # a sign bit and a magnitude
@@ -181,6 +188,14 @@ def cross_rule_error(block, p):
             return "k_par", p["k_par"]
         if p["n_par"] % p["lanes"] or p["n"] % p["n_par"]:
             return "n_par", p["n_par"]
+        # ``multiplier=ecp5`` and two weight sets are the broadcast datapath's (k_par 1), and
+        # the MULT18X18D takes operands of up to 18 bits (docs/interfaces.md, gemm).
+        for name, value in (("multiplier", "ecp5"), ("weight_sets", 2)):
+            if p.get(name) == value and p["k_par"] != 1:
+                return NEEDS_K_PAR_1.format(re.escape(f"{name}={value}"),
+                                            re.escape(repr(p["k_par"])))
+            if name == "multiplier" and p[name] == value and p["width"] > 18:
+                return "width", p["width"]
         if p["b_banks"] > p["k_par"]:
             return "b_banks", p["b_banks"]
         if block in ("core", "engine") and p["k"] > 4096:   # the compactor's row length
@@ -263,6 +278,8 @@ def expected_error(block, values):
                 re.escape(f"{p.name} must be {p.what}, not {value!r}{how}")
         full[p.name] = value
     broken = cross_rule_error(block.name, full)
+    if isinstance(broken, str):
+        return ValueError, broken
     if broken:
         name, value = broken
         return ValueError, rf"{name} must be [^\n]+, not {re.escape(repr(value))}"
@@ -285,6 +302,8 @@ def documented_size(block, p):
         size += (16 if b_banks > 1 else 4) * k_par * k_par
         if p.get("sparse", True):
             size += k * k // 2 + 8 * k * lanes
+    if block == "gemm" and p["weight_sets"] == 2:      # the second set (the GEMM's own term)
+        size += k * n * width // 64
     if block == "engine":
         rows = p["acc_rows"]
         size += (rows * n * p["acc_width"] + max(k, n) * max(rows, k) * width) // 32

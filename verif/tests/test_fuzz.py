@@ -236,14 +236,16 @@ def c_expected(tiles, b_raw, p):
                       min_size=1, max_size=2))
 def test_gemm(p, loads, seed, idle, bp):
     """Per load, a ``B`` then its ``A`` tiles (a second ``B`` is offered while the first one's
-    tiles are in flight: it must wait for them). Every C element equals golden/gemm.py's
+    tiles are in flight: it must wait for them; with two weight sets, a ``B`` for each tile). Every C element equals golden/gemm.py's
     ``A·B mod 2**acc_width`` with the ``B`` of its load; the conflict strobes add up to
     ``row_passes``' conflict passes; ``err_a_stream`` stays low on well-formed A."""
     blocks.get("gemm").resolve(p)
     rng, np_rng = rngs(seed)
     lanes, width = p["lanes"], p["width"]
     plan, want, masks, data = [], [], [], []
-    for b_density, tiles in loads:
+    # Two weight sets pair each tile with a B of its own: every tile is a load.
+    sets = p.get("weight_sets", 1) == 2
+    for b_density, tiles in [(d, [t]) for d, ts in loads for t in ts] if sets else loads:
         b_raw = random_elements(np_rng, (p["k"], p["n"]), width, b_density)
         a_tiles = [random_elements(np_rng, (rows, p["k"]), width, d) for rows, d in tiles]
         encoded = [encode_tile(t, lanes=lanes, width=width, number_format="int",

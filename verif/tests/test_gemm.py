@@ -40,6 +40,10 @@ CONFIGS = [
          multiplier="ecp5"),
     # K = 128: the loader counts a row's nonzeros in 8 chunks of 16 mask bits
     dict(lanes=8, width=8, signed=True, acc_width=32, k=128, n=16, n_par=16),
+    # two weight sets: each tile its own chunk, loaded while the tile before computes
+    dict(lanes=4, width=6, signed=True, acc_width=14, k=24, n=16, n_par=8, weight_sets=2),
+    dict(lanes=4, width=8, signed=False, acc_width=20, k=16, n=16, n_par=16, sparse=False,
+         weight_sets=2),
 ]
 
 
@@ -61,6 +65,9 @@ CONFIGS = [
     (dict(k_par=4, b_banks=8), ValueError,
      "b_banks must be a power of two from 1 to k_par (4), not 8"),
     (dict(b_banks=3), ValueError, "b_banks must be a power of two from 1 to 64, not 3"),
+    (dict(weight_sets=3), ValueError, "weight_sets must be an integer from 1 to 2, not 3"),
+    (dict(k_par=2, weight_sets=2), ValueError,
+     "weight_sets=2 needs k_par 1 (the broadcast datapath), not 2"),
     (dict(multiplier="dsp"), ValueError,
      "multiplier must be one of 'inferred' or 'ecp5', not 'dsp'"),
     (dict(multiplier="ecp5", k_par=2), ValueError,
@@ -153,7 +160,10 @@ def test_cycle_model_zero_rows_output_bound():
 # --- amaranth.sim: the component before Verilog --------------------------------------------
 
 def _am_run(config, tiles, b_raw, rng, *, idle=0.3, backpressure=0.3):
+    """``b_raw``: one ``B``, complete before the tiles start; or (two weight sets) a list of
+    chunks, sent on their own stream as the tiles are, one for each tile."""
     dut = SparseGemm(**config)
+    chunks = b_raw if isinstance(b_raw, list) else [b_raw]
     lanes, width, n = dut.lanes, dut.width, dut.n
     result = {}
 
@@ -162,17 +172,18 @@ def _am_run(config, tiles, b_raw, rng, *, idle=0.3, backpressure=0.3):
 
     encoded = [encode_tile(t, lanes=lanes, width=width, number_format="int",
                            bypass=not dut.sparse) for t in tiles]
-    flat = b_raw.reshape(-1)
-    b_count = len(flat) // lanes
-
     async def b_source(ctx):
-        await put_stream(ctx, dut.s_axis_b, [
-            {"data": ints(flat[i * lanes:(i + 1) * lanes]), "last": int(i == b_count - 1)}
-            for i in range(b_count)], rng, idle)
+        beats = []
+        for chunk in chunks:
+            flat = chunk.reshape(-1)
+            count = len(flat) // lanes
+            beats += [{"data": ints(flat[i * lanes:(i + 1) * lanes]), "last": int(i == count - 1)}
+                      for i in range(count)]
+        await put_stream(ctx, dut.s_axis_b, beats, rng, idle)
         result["b_done"] = True
 
     async def mask_source(ctx):
-        while "b_done" not in result:
+        while "b_done" not in result and len(chunks) == 1:
             await ctx.tick()
         await put_stream(ctx, dut.s_axis_a_mask, [
             {"data": mask, "last": last} for e in encoded for mask, last in e.masks], rng, idle)
@@ -199,6 +210,18 @@ def _am_run(config, tiles, b_raw, rng, *, idle=0.3, backpressure=0.3):
     return dut, result
 
 
+def _c_beats(p, tiles, b_per_tile):
+    """The golden ``C`` beats (lanes, ``tlast``) of ``tiles``, each times its ``B``."""
+    want, lanes = [], p["lanes"]
+    for t, b_raw in zip(tiles, b_per_tile):
+        flat = gemm(t, b_raw, width=p["width"], signed=p["signed"],
+                    acc_width=p["acc_width"]).reshape(-1)
+        count = len(flat) // lanes
+        want += [([int(x) for x in flat[i * lanes:(i + 1) * lanes]], int(i == count - 1))
+                 for i in range(count)]
+    return want
+
+
 @pytest.mark.parametrize("config", [
     dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, k_par=4, n_par=8, b_banks=2),
     dict(lanes=2, width=5, signed=False, acc_width=9, k=12, n=4, k_par=8, n_par=2, b_banks=8),
@@ -220,18 +243,32 @@ def test_amaranth_sim(config):
     tiles = [random_elements(np_rng, (m, p["k"]), p["width"], d)
              for m, d in ((5, 0.3), (3, 0.0), (7, 1.0), (6, 0.5), (1, 0.1), (4, 0.7))]
     _, result = _am_run(config, tiles, b_raw, rng)
-    want, lanes = [], p["lanes"]
-    for t in tiles:
-        flat = gemm(t, b_raw, width=p["width"], signed=p["signed"],
-                    acc_width=p["acc_width"]).reshape(-1)
-        count = len(flat) // lanes
-        want += [([int(x) for x in flat[i * lanes:(i + 1) * lanes]], int(i == count - 1))
-                 for i in range(count)]
-    assert result["c"] == want
+    assert result["c"] == _c_beats(p, tiles, [b_raw] * len(tiles))
+    lanes = p["lanes"]
     timing = GemmTiming.of(p)
     masks = [encode_tile(t, lanes=lanes, width=p["width"], number_format="int",
                          bypass=not p["sparse"]).masks for t in tiles]
     assert result["conflicts"] == sum(row_passes(m, timing)[1] for ms in masks for m, _ in ms)
+
+
+@pytest.mark.parametrize("config", [
+    dict(lanes=4, width=6, signed=True, acc_width=14, k=24, n=16, n_par=8, weight_sets=2),
+    dict(lanes=2, width=5, signed=False, acc_width=9, k=6, n=4, n_par=2, weight_sets=2),
+    dict(lanes=4, width=8, signed=True, acc_width=20, k=16, n=16, n_par=8, sparse=False,
+         weight_sets=2),
+], ids=config_id)
+@pytest.mark.parametrize("idle", [0.0, 0.4])
+def test_amaranth_sim_weight_sets(config, idle):
+    """Two weight sets: tile ``t`` multiplies by chunk ``t`` whatever the timing; the chunks
+    and the tiles (short and long, empty and dense) race each other on their own streams."""
+    rng = random.Random(3)
+    np_rng = np.random.default_rng(3)
+    p = BLOCK.resolve(config)
+    tiles = [random_elements(np_rng, (m, p["k"]), p["width"], d)
+             for m, d in ((1, 0.3), (9, 1.0), (2, 0.0), (12, 0.5), (1, 1.0), (3, 0.1), (7, 0.7))]
+    chunks = [random_elements(np_rng, (p["k"], p["n"]), p["width"], 0.9) for _ in tiles]
+    _, result = _am_run(config, tiles, chunks, rng, idle=idle, backpressure=idle)
+    assert result["c"] == _c_beats(p, tiles, chunks)
 
 
 def test_amaranth_sim_signed_extremes():
@@ -250,10 +287,12 @@ def test_amaranth_sim_signed_extremes():
 @pytest.mark.parametrize("sim", runner.sims())
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_gemm(config, sim):
+    sets = config.get("weight_sets", 1) > 1
     runner.run("gemm", "spartan_rtl.tb.tb_gemm", config, sim=sim, name="regression",
                testcase=["random_traffic", "edge_tiles", "alternating_rows", "reset_mid_tile",
-                         "timing"],
-               args={"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70})
+                         "timing"] + (["hidden_loads"] if sets else []),
+               args={"tiles": 12, "max_rows": 12, "rows": 9, "long_rows": 70,
+                     **({"hidden": [1.0, 0.5, 0.3]} if sets else {})})
 
 
 def test_packed_temporaries_build_in_verilator():
@@ -276,7 +315,8 @@ def test_manifest():
     assert streams["s_axis_a_mask"]["beat_bits"] == 16
     ports = {p["name"] for p in doc["ports"]}
     assert set(doc["stats_ports"]) == {p for p in ports if p.startswith(("stat_", "err_"))}
-    assert doc["weight_buffer"] == {"memories": 8, "banks": 2, "copies": 4, "word_bits": 32,
+    assert doc["weight_buffer"] == {"memories": 8, "banks": 2, "copies": 4, "sets": 1,
+                                    "word_bits": 32,
                                     "bits": 4 * 16 * 8 * 8}
     assert doc["macs_per_cycle"] == 32
 

@@ -103,8 +103,9 @@ def test_monitor_mutants_are_valid_verilog(tmp_path):
 
 def test_declared_configurations_are_campaigns_of_their_own():
     """``BLOCK@NAME`` mutates the configuration the block's profile declares: the GEMM with
-    several column groups, the engine's dense-only twin; an undeclared name is refused."""
-    assert mutants.campaign_names("gemm") == ["gemm", "gemm@live"]
+    several column groups and its two weight sets, the engine's dense-only twin; an undeclared
+    name is refused."""
+    assert mutants.campaign_names("gemm") == ["gemm", "gemm@live", "gemm@sets"]
     assert mutants.campaign_names("monitor") == ["monitor"]
     assert "gemm@live" in mutants.default_blocks() and "engine@twin" not in \
         mutants.default_blocks()                       # the engine runs only when named
