@@ -174,8 +174,9 @@ NEEDS_K_PAR_1 = r"{} needs k_par 1 \(the broadcast datapath\), not {}"
 
 def cross_rule_error(block, p):
     """The rule between parameters that ``p`` (each value in range) breaks, as ``(name,
-    value)`` (or, for a rule not worded "must be", the whole message's pattern), or None. Written from docs/interfaces.md and the documented parameter meanings,
-    not from the checks in hw/: every "multiple of", "dividing", "at most" of ``spartan list``."""
+    value)`` (or, for a rule not worded "must be", the whole message's pattern), or None.
+    Written from docs/interfaces.md and the documented parameter meanings, not from the checks
+    in hw/: every "multiple of", "dividing", "at most", "needs" of ``spartan list``."""
     if p.get("number_format") == "fp" and p["width"] < 2:
         return "width", p["width"]                     # a sign bit and a magnitude
     if block in ("compactor", "expander") and p["cols"] % p["lanes"]:

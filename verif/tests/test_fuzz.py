@@ -236,9 +236,10 @@ def c_expected(tiles, b_raw, p):
                       min_size=1, max_size=2))
 def test_gemm(p, loads, seed, idle, bp):
     """Per load, a ``B`` then its ``A`` tiles (a second ``B`` is offered while the first one's
-    tiles are in flight: it must wait for them; with two weight sets, a ``B`` for each tile). Every C element equals golden/gemm.py's
-    ``A·B mod 2**acc_width`` with the ``B`` of its load; the conflict strobes add up to
-    ``row_passes``' conflict passes; ``err_a_stream`` stays low on well-formed A."""
+    tiles are in flight: it must wait for them; with two weight sets, a ``B`` for each tile).
+    Every C element equals golden/gemm.py's ``A·B mod 2**acc_width`` with the ``B`` of its
+    load; the conflict strobes add up to ``row_passes``' conflict passes; ``err_a_stream``
+    stays low on well-formed A."""
     blocks.get("gemm").resolve(p)
     rng, np_rng = rngs(seed)
     lanes, width = p["lanes"], p["width"]
