@@ -142,6 +142,12 @@ def weight_address(k, col_groups, sets):
     return range(words) if sets == 1 else unsigned(Shape.cast(range(words)).width + 1)
 
 
+def in_set(word, set_bit, address):
+    """Word ``word`` of a set as a :func:`weight_address` (``address``: a signal of that
+    shape): the set above the word (two sets), or the word (one set, ``set_bit`` None)."""
+    return word if set_bit is None else Cat(word[:len(address) - 1], set_bit)
+
+
 def pass_layout(lanes):
     """One issued pass: the lane of the row's data beat holding its ``a`` value, whether it
     completes a column group (``push``), is a zero-row token, and ends the tile."""
@@ -189,18 +195,18 @@ class WeightBuffer(wiring.Component):
         # RAMs and ``rd_data``: the critical path of both builds (8.3 ns). The read port is
         # combinational between two registers (``address``, ``word``) that Yosys moves into
         # the block RAM, and ``rd_data`` registers the word again.
-        addr = b_row * CG + b_cg
+        w_set = None
         if SETS > 1:
             w_set = Signal(name="w_set")       # the set the chunk coming in goes into
             with m.If(write & b.payload.last):
                 m.d.sync += w_set.eq(~w_set)
-            addr = Cat(addr[:len(self.rd_addr) - 1], w_set)
         m.submodules.words = words = Memory(shape=unsigned(NP * W),
                                             depth=K * CG if SETS == 1 else 1 << len(self.rd_addr),
                                             init=[], attrs={"no_rw_check": 1})
         beat = Cat(*[b.payload.data[i] for i in range(L)])
         write_weights(m, words, beat, lanes=L, width=W, beats_per_word=beats_per_word,
-                      addr=addr, enable=write, b_sub=b_sub)
+                      addr=in_set(b_row * CG + b_cg, w_set, self.rd_addr), enable=write,
+                      b_sub=b_sub)
         address = Signal.like(self.rd_addr)
         word = Signal.like(self.rd_data)
         rp = words.read_port(domain="comb")
@@ -382,11 +388,9 @@ class Scheduler(wiring.Component):
         issue = Signal()
         m.d.comb += issue.eq(cur_full & (~group_done | (outstanding < p["out_depth"])))
 
-        b_word = column * CG + c_cg
-        if p["sets"] > 1:
-            b_word = Cat(b_word[:len(self.b_addr) - 1], cur.set)
+        b_set = cur.set if p["sets"] > 1 else None
         m.d.comb += [
-            self.b_addr.eq(b_word),
+            self.b_addr.eq(in_set(column * CG + c_cg, b_set, self.b_addr)),
             self.row_addr.eq(Cat((rank >> lane_bits)[:beat_bits], c_slot)),
             self.o_pass.valid.eq(issue),
             self.o_pass.payload.lane.eq(rank[:lane_bits] if lane_bits else 0),

@@ -339,11 +339,11 @@ def measured_only(raw=RAW):
                   if all(n.startswith("model_") for n in names))
 
 
-def collect(raw=RAW):
-    """``{block: [Config]}`` from the ``.dat`` files under ``raw/<block>/`` (but those of
-    :func:`measured_only` configurations)."""
+def collect(raw=RAW, skipped=()):
+    """``{block: [Config]}`` from the ``.dat`` files under ``raw/<block>/`` but those of the
+    ``skipped`` configurations (``(block, config id)``, :func:`measured_only`)."""
     result = {}
-    skipped = set(measured_only(raw))
+    skipped = set(skipped)
     for block_dir in sorted(p for p in Path(raw).iterdir() if p.is_dir()):
         counts = {}
         for dat in sorted(block_dir.glob("*.dat")):
@@ -536,11 +536,12 @@ def main(argv=None):
         print(f"coverage: no coverage data under {RAW}; run without --no-run", file=sys.stderr)
         return 1
     from spartan_rtl.hw.blocks import BLOCKS
-    blocks = collect()
+    measured = measured_only()
+    blocks = collect(skipped=measured)
     write_outputs(blocks)
     text, totals, unexplained = markdown(blocks, order=list(BLOCKS), wall_s=wall,
                                          tests=summary and f"pytest: {summary}",
-                                         measured=measured_only())
+                                         measured=measured)
     args.output.write_text(text)
     for b, fig in totals.items():
         print(f"{b:10} line {fig.line_pct:5.1f} % ({fig.line_hit}/{fig.line_total})  "
