@@ -18,7 +18,7 @@ pytest.importorskip("distributed")
 
 from spartan_rtl import area_model, cli, estimate, jobs  # noqa: E402
 from spartan_rtl.area_model import AreaModel  # noqa: E402
-from spartan_rtl.explore import Explorer, JobKinds, Request, explore  # noqa: E402
+from spartan_rtl.explore import TWIN_PLACEMENTS, Explorer, JobKinds, Request, explore  # noqa: E402
 from spartan_rtl.explore_jobs import Budget, candidates, twin  # noqa: E402
 from spartan_rtl.explore_report import format_answer  # noqa: E402
 from spartan_rtl.golden import traces  # noqa: E402
@@ -312,12 +312,40 @@ def test_without_a_fitting_twin_the_baseline_is_the_placed_builds_forced_dense(
     kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist, place=no_twin_routes,
                      synth_tools=fake_tools, area_model=AreaModel)
     answer = explore(Explorer(client, store, request, kinds), cands, invalid)
-    assert [p.candidate.is_twin for p in answer.placed if not p.fits] == [True]
+    # The twins are placed in turn, fewest cycles first, up to TWIN_PLACEMENTS.
+    failed = [p.candidate for p in answer.placed if not p.fits]
+    by_dense = sorted((twin(c) for c in cands),
+                      key=lambda t: (model_cycles(trace, t.params, dense=True), t.label))
+    assert failed == by_dense[:TWIN_PLACEMENTS]
     assert not answer.dense_is_twin
     forced = max(answer.fitting, key=lambda p: p.dense_steps_per_s)
     assert answer.dense_best is forced and not forced.candidate.is_twin
     assert "forced dense, MODE 1 (no dense-only twin placed fits)" in format_answer(
         answer, request, "tiny")
+
+
+def test_a_twin_that_does_not_place_gives_way_to_the_next(client, store, tmp_path):
+    trace = tiny_trace(tmp_path / "tiny.npz")
+    cands, invalid = candidates(RANGES)
+    request = Request(trace, "tiny", "LFE5U-25F", Budget(lut=10**6, ff=10**6, dsp=28,
+                                                         bram=56), RANGES, seeds=1, synth=2)
+    by_dense = sorted((twin(c) for c in cands),
+                      key=lambda t: (model_cycles(trace, t.params, dense=True), t.label))
+    unroutable = dict(by_dense[0].changed)
+
+    def best_twin_does_not_route(block, changed, family, device, seed, freq, build,
+                                 netlist_key, timeout_s):
+        if changed == unroutable:
+            raise RuntimeError("nextpnr did not finish within 40 min")
+        return fake_place(block, changed, family, device, seed, freq, build, netlist_key,
+                          timeout_s)
+    kinds = JobKinds(verilog=fake_verilog, netlist=fake_netlist,
+                     place=best_twin_does_not_route, synth_tools=fake_tools,
+                     area_model=AreaModel)
+    answer = explore(Explorer(client, store, request, kinds), cands, invalid)
+    assert [p.candidate for p in answer.placed if not p.fits] == [by_dense[0]]
+    assert answer.dense_is_twin and answer.dense_best.candidate == by_dense[1]
+    assert [p.candidate for p in answer.fitting_twins] == [by_dense[1]]
 
 
 def test_a_placement_past_its_time_limit_is_a_failure_and_the_rest_answer(
