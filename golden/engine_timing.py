@@ -20,67 +20,81 @@ Bus words (exact; ``A_WORDS``, ``B_WORDS``, ``C_WORDS``)
                                     nv * ceil(kv/lanes)   (OP 1: rows of W, read for Wᵀ)
         C words = sum over row groups of mv * ceil(nv*acc_width/data_width)
 
-Cycles: one step ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) after another at the core
+Cycles: the steps ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) overlap. The GEMM holds two
+    weight sets: chunk ``s`` loads into set ``s mod 2`` while tile ``s-1`` computes, and tile
+    ``s``'s rows follow tile ``s-1``'s in the GEMM as the next rows of one stream.
     B load        ``k*n/lanes`` beats into the GEMM, one a cycle from memory (OP 0, 2); OP 1's
                   ``Wᵀ`` comes out of the transposer, three beats every four cycles:
-                  ``X + (X-1)//3`` cycles for ``X`` beats.
+                  ``X + (X-1)//3`` cycles for ``X`` beats, a chunk ready before the one
+                  before it has left continuing that cadence.
     start         ``b_first(0)`` = :data:`FIRST_AR` + the memory's read latency + the reader's
                   :data:`READ_SLICE` (OP 0); OP 1 first writes the chunk into the
                   transposer (``k*n/lanes`` beats) and reads it out :data:`TRANSPOSE_TURN`
                   cycles after its last write; OP 2 first fills the transposer with step 0's
-                  ``Xᵀ`` block (``fill = k*acc_rows/lanes`` beats, whatever ``mv``: the wgrad
-                  step reads its A tile before its B chunk).
-    turn-around   ``b_first(s) = c_last(s-1) + 1``: B chunk ``s`` is offered the cycle after
-                  tile ``s-1``'s last ``C`` beat (counted, registered). OP 1: not before the
-                  transposer holds it: ``a_last(s-1) + k*n/lanes + TRANSPOSE_TURN`` (the reader
-                  reaches chunk ``s`` only after tile ``s-1``'s last ``A`` beat). OP 2: not
-                  before step ``s``'s ``Xᵀ`` block is in: ``b_last(s-1) + fill + 1`` (the
-                  reader writes it into the transposer's free block right after chunk
-                  ``s-1``, while tile ``s-1`` computes; counted in ``a_wait``).
-    A start       ``a_first(s) = b_last(s) + 1``. Step 0 may wait for its reads: the reader's
-                  address side spends 2 cycles a burst.
-    tile          ``a_first`` to the last ``C`` beat: the rows' beats at one a cycle (OP 2:
-                  three in four, out of the transposer), each row's mask through the compactor
-                  (:attr:`EngineTiming.mask_latency`), then golden/gemm.py's rules: the
-                  loader (mask, gap, ``ceil(nnz/lanes)`` data beats), one pass per nonzero
-                  (dense row: ``k``; an empty row one pass), and the output: with the
-                  broadcast datapath's single output entry a row's result waits for the last
-                  one's credit, ``issue_to_push + 1 + n_par/lanes`` cycles after its last pass.
-                  The first :data:`START_ROWS` rows are stepped exactly (their masks arrive as
-                  the input streams); from then on each row costs ``max(passes, that credit
-                  floor)``: the next row's load and its input beats stay ahead whenever the
-                  floor is at least a row's load (``2 + k/lanes``) and its beats (at the
-                  defaults 15 against 10 and 8; in the small configuration 9 against 6 and
-                  4); where it is not (``k = 128`` at 8 lanes: 15 against 18 and 16) every
-                  row is stepped. The last ``C`` beat leaves ``issue_to_push + n_par/lanes``
-                  after the last row's last pass.
+                  ``Xᵀ`` block (``fill = k*acc_rows/lanes`` beats, whatever ``mv``).
+    chunk s       the latest of: its weight set free, ``C`` tile ``s-2`` gone
+                  (``c_last(s-2) + 1``); its place in the reader's R stream, which holds
+                  every operand in step order at one beat a cycle: OP 0 after ``A`` tile
+                  ``s-1``'s beats, OP 1 its ``Wᵀ`` written into the transposer after them (and
+                  into a free block: chunk ``s-2`` read out), OP 2 after step ``s``'s ``Xᵀ``
+                  block, which follows chunk ``s-1`` into the block tile ``s-2`` has left (free
+                  once the read of its last beat is issued: two cycles after the core took
+                  the beat three before it); and (OP 0, 1) the ``A`` queue: a tile's last
+                  beat goes in once the beat :data:`A_QUEUE` before it has left for the core
+                  (:func:`accept_time`).
+    A start       ``a_first(s)``: after chunk ``s`` (:data:`A_QUEUE_LATENCY` more for OP 0,
+                  whose ``A`` beats follow the chunk through the queue; OP 2: and
+                  :data:`TRANSPOSE_TURN` after its ``Xᵀ`` block's fill), and not before tile
+                  ``s-1``'s beats, one a cycle (OP 2: three in four). Step 0 may wait for its
+                  reads: the reader's address side spends 2 cycles a burst.
+    rows          each row's mask through the compactor (:attr:`EngineTiming.mask_latency`)
+                  after its beats, then golden/gemm.py's rules, from where the GEMM stands
+                  after the row before (the tile before's last rows included): the loader
+                  (mask, gap, ``ceil(nnz/lanes)`` data beats), one pass per nonzero (dense
+                  row: ``k``; an empty row one pass), and the output: with the broadcast
+                  datapath's single output entry a row's result waits for the last one's
+                  credit, ``issue_to_push + 1 + n_par/lanes`` cycles after its last pass. The
+                  first :data:`START_ROWS` rows of a tile are stepped exactly; from then on
+                  each row costs ``max(passes, that credit floor)``: the next row's load and
+                  its input beats stay ahead whenever the floor is at least a row's load
+                  (``2 + k/lanes``) and its beats (at the defaults 15 against 10 and 8; in the
+                  small configuration 9 against 6 and 4); where it is not (``k = 128`` at 8
+                  lanes: 15 against 18 and 16) every row is stepped. The last ``C`` beat of a
+                  tile leaves ``issue_to_push + n_par/lanes`` after its last row's last pass.
+    admission     where a bound above needs when the core took an ``A`` beat, the compactor's
+                  input admission is stepped (:func:`accept_time`) from the rows' nonzero
+                  counts: exact for dense rows, within a few cycles for sparse ones (the
+                  positions of the nonzeros decide which input beat makes each data beat).
+                  It decides a layer's cycles only where a chunk's load outlasts the tile
+                  before (short tiles at low density).
     results       the last inner chunk's ``C`` beats go through the accumulator into the
                   ``results`` FIFO (one row group deep, readable :data:`ACC_TO_WRITER` cycles
                   after the beat) and out to the writer, one bus word a cycle
                   (``lanes*acc_width/data_width`` words a ``C`` beat, the padding columns'
                   words dropped in a cycle each). With several column groups (``n > n_par``)
                   a row's beats leave the GEMM an output entry (``n_par/lanes`` beats) at a
-                  time, each ``issue_to_push + 1`` cycles after its group's last pass: the
-                  first groups' words go out while the row's later groups compute, and each
-                  entry waits for its own credit. The next row group's last chunk can put a
-                  beat in only while the FIFO has room: at low density, when a row group is one
-                  inner chunk, the writer sets the pace (``n*acc_width/data_width`` cycles a
-                  row against the GEMM's credit floor).
+                  time, each ``issue_to_push + 1`` cycles after its group's last pass. The
+                  next row group's last chunk can put a beat in only while the FIFO has room:
+                  its rows' passes wait (and the rows after them) where the writer sets the
+                  pace (``n*acc_width/data_width`` cycles a row against the GEMM's credit
+                  floor).
     drain         after the last ``C`` beat, the writer's backlog and the last write's
                   response (:data:`WRITE_RESPONSE` cycles), then ``BUSY`` falls.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .gemm import GemmTiming
 
 __all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "READ_SLICE", "TRANSPOSE_TURN",
-           "ACC_TO_WRITER", "WRITE_RESPONSE", "LAST_WORD_TO_DONE", "dims", "words", "row_nnz",
-           "layer_cycles", "layer_cycles_nnz", "tile_profile", "write_layers", "read_layers"]
+           "ACC_TO_WRITER", "WRITE_RESPONSE", "LAST_WORD_TO_DONE", "A_QUEUE", "A_QUEUE_LATENCY",
+           "dims", "words", "row_nnz", "layer_cycles", "layer_cycles_nnz", "tile_profile",
+           "row_beat_nnz", "accept_time", "last_a_beat", "write_layers", "read_layers"]
 
 #: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS,
 #: VERDICT; hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
@@ -103,6 +117,10 @@ WRITE_RESPONSE = 5
 LAST_WORD_TO_DONE = 3
 #: Rows of a tile stepped exactly before the closed form takes over.
 START_ROWS = 6
+#: Beats of the A queue between the reader and the core (OP 0, 1; hw/engine.py A_QUEUE).
+A_QUEUE = 512
+#: An A beat's transfer from the reader to its transfer out of the A queue, at the earliest.
+A_QUEUE_LATENCY = 3
 
 
 def _cdiv(a, b):
@@ -150,6 +168,12 @@ class EngineTiming:
     def gemm(self):
         return GemmTiming(lanes=self.lanes, k=self.k, n=self.n, k_par=self.k_par,
                           n_par=self.n_par, b_banks=self.b_banks, sparse=self.sparse)
+
+    @property
+    def weight_sets(self):
+        """The GEMM's weight sets in the engine (hw/engine.py): two in the broadcast datapath,
+        one in the replicated (``k_par`` > 1)."""
+        return 2 if self.k_par == 1 else 1
 
     @property
     def beats_per_row(self):
@@ -228,6 +252,20 @@ def row_nnz(op, a_matrix, t):
     if pad:
         x = np.pad(x, ((0, 0), (0, pad)))
     return x.reshape(rows, -1, t.k).sum(axis=2, dtype=np.int64)
+
+
+def row_beat_nnz(op, a_matrix, t):
+    """:func:`row_nnz` per input beat: ``(Mo, ceil(Ki/k), k/lanes)`` nonzeros of each beat of
+    each row of each ``A`` block (where they are decides when the compactor's data beats are
+    made: :func:`accept_time`)."""
+    x = np.asarray(a_matrix) != 0
+    if op == 2:
+        x = x.T
+    rows, inner = x.shape
+    pad = (-inner) % t.k
+    if pad:
+        x = np.pad(x, ((0, 0), (0, pad)))
+    return x.reshape(rows, -1, t.beats_per_row, t.lanes).sum(axis=3, dtype=np.int64)
 
 
 # --- one tile ---------------------------------------------------------------------------------
@@ -309,59 +347,133 @@ def tile_profile(nnz, t, *, sparse=True, transposed=False):
             "passes": passes.sum(axis=1)}
 
 
-#: The compactor's input admission (hw/compactor.py ``room``), as the model steps it: a
-#: row's data beats and its mask count in their FIFO's level this many cycles after the input
-#: beat that makes them (short pipeline, deep pipeline), and a data beat leaves it this many
-#: cycles after the loader takes its row's mask.
-_ADMIT = {False: (1, 1, 3), True: (1, 4, 3)}
+#: The core's input admission, as the model steps it: ``(write, mask write, read, mask read,
+#: data room, mask room)``. A row's data beats and its mask count in their FIFO's level
+#: ``write``/``mask write`` cycles after the input beat that makes them (from the next cycle:
+#: 0); a data beat leaves ``read`` cycles after the loader takes its row's mask (plus its place
+#: in the row), a mask ``mask read`` after; the input is taken while the levels, as of the
+#: cycle before, are at most ``data room`` and ``mask room``. The compactor (hw/compactor.py
+#: ``room``), short and deep pipeline, fitted to the RTL's beats, every one of a tile's: from
+#: the A queue, and from the transposer (OP 2: its data beats leave 2 cycles earlier); the
+#: dense-only twin's two-row FIFOs (hw/core.py ``_whole_rows``: ``w_rdy`` at the level itself).
+_ADMIT_PARAMS = {("compactor", False): (2, 2, 3, 0, 2, 5),
+                 ("compactor", True): (7, 6, 6, 0, 4, 5),
+                 ("twin", False): (0, 0, 0, -1, None, 1),
+                 ("twin", True): (0, 0, 0, -1, None, 1)}
+
+
+def _admission(t, transposed):
+    """:data:`_ADMIT_PARAMS` of this engine, the rooms in beats and rows."""
+    bpr = t.beats_per_row
+    write, mask_write, read, mask_read, room, mask_room = _ADMIT_PARAMS[
+        ("compactor" if t.sparse else "twin", t.lanes >= 8)]
+    if t.sparse and transposed:
+        read -= 2 if t.lanes >= 8 else 0
+    return (write, mask_write, read, mask_read,
+            bpr + room if room is not None else 2 * bpr - 1, mask_room)
+
+
 #: Rows of a tile's end the admission is stepped over (the rows before are taken as buffered).
-ADMIT_ROWS = 16
-#: Tiles per layer whose last ``A`` beat is stepped (OP 1 needs it); the rest take the mean.
-ADMIT_TILES = 256
+ADMIT_ROWS = 8
 
 
-def _makers(nnz, bpr, lanes, dense):
-    """Input beat (of its row) that makes each data beat: uniform nonzeros assumed."""
-    if dense:
-        return list(range(bpr))
-    if nnz == 0:
-        return []
+def _makers(nnz, t, sparse, beat_nnz=None):
+    """The input beat (of its row) that makes each of a row's data beats into the compactor's
+    FIFO, for rows of ``nnz`` nonzeros: a dense row's beats one for one; a sparse row's data
+    beat ``j`` once ``(j+1)*lanes`` of its nonzeros are in (its last at the row's last beat),
+    from each beat's nonzeros (``beat_nnz``, rows x ``k/lanes``) or, without them, taking the
+    nonzeros as spread evenly. A tuple per row."""
+    bpr = t.beats_per_row
+    if not sparse:
+        return [tuple(range(bpr))] * len(nnz)
+    if beat_nnz is None:
+        return [_even_makers(int(c), bpr, t.lanes) for c in nnz]
     out = []
-    for j in range(_cdiv(nnz, lanes)):
-        need = (j + 1) * lanes
-        out.append(bpr - 1 if need >= nnz else min(_cdiv(need * bpr, nnz) - 1, bpr - 1))
+    for count, cum in zip((int(c) for c in nnz), np.cumsum(beat_nnz, axis=1)):
+        needs = np.minimum((np.arange(_cdiv(count, t.lanes)) + 1) * t.lanes, count)
+        made = np.searchsorted(cum, needs)
+        made[needs == count] = bpr - 1
+        out.append(tuple(int(b) for b in made))
     return out
 
 
-def last_a_beat(nnz, load, t, *, sparse=True, transposed=False):
-    """Cycle (from the tile's first ``A`` beat) the tile's last ``A`` beat enters the core: the
-    input runs at the reader's (or the transposer's) rate until the compactor's FIFOs are at
-    their thresholds (``room``: data FIFO at most ``k/lanes + 4`` beats, 2 below 8 lanes; mask
-    FIFO at most 5 rows, in the cycle before), then as the loader (``load``: each row's mask
-    taken, from :func:`tile_profile`) empties them. ``nnz``: the tile's rows' nonzeros."""
-    import bisect
-    L, bpr = t.lanes, t.beats_per_row
-    deep = L >= 8
-    wd, wm, rd = _ADMIT[deep]
-    dd, dm = bpr + (4 if deep else 2), 5
-    R = len(nnz)
-    nnz = np.asarray(nnz, dtype=np.int64)
-    nd = np.full(R, bpr, dtype=np.int64) if not sparse else np.where(nnz == 0, 0,
-                                                                          _cdiv(nnz, L))
-    r0 = max(0, R - ADMIT_ROWS)
+@functools.lru_cache(maxsize=None)
+def _even_makers(count, bpr, lanes):
+    """:func:`_makers` of a row of ``count`` nonzeros spread evenly over its beats."""
+    out = []
+    for j in range(_cdiv(count, lanes)):
+        need = (j + 1) * lanes
+        out.append(bpr - 1 if need >= count else min(_cdiv(need * bpr, count) - 1, bpr - 1))
+    return tuple(out)
+
+
+_ACCEPT_MEMO = {}
+
+
+def accept_time(makers, load, t, beat, *, transposed=False):
+    """Cycle (from the tile's first ``A`` beat) the tile's ``A`` beat ``beat`` enters the core:
+    the input runs at the reader's (or the transposer's) rate until the compactor's FIFOs are
+    at their thresholds (``room``: data FIFO at most ``k/lanes + 4`` beats, 2 below 8 lanes;
+    mask FIFO at most 5 rows, in the cycle before), then as the loader (``load``: each row's
+    mask taken, from the tile's first ``A`` beat) empties them. ``makers``: the input beat
+    that makes each of a row's data beats (:func:`_makers`). Stepped over the
+    :data:`ADMIT_ROWS` rows up to the beat's (the rows before taken as buffered); remembered,
+    since the answer depends only on those rows, their masks' times relative to each other
+    and, when it can bind, the input's own pace (the windows of like tiles repeat)."""
+    bpr = t.beats_per_row
+    R = beat // bpr + 1
+    lo = max(0, R - ADMIT_ROWS - 8)
     load = np.asarray(load, dtype=np.int64)
-    mask_reads = load.tolist()
+    base = int(load[lo])
+    first_x = lo * bpr
+    ahead = first_x + (first_x // 3 if transposed else 0) - base
+    if ahead < -8 * ADMIT_ROWS * bpr:
+        ahead = None            # the input's pace cannot bind: far behind the masks
+    key = (t.lanes, bpr, beat - first_x, transposed, ahead, tuple(makers[lo:R]),
+           (load[lo:R] - base).tobytes())
+    found = _ACCEPT_MEMO.get(key)
+    if found is None:
+        if len(_ACCEPT_MEMO) > 1 << 16:
+            _ACCEPT_MEMO.clear()
+        found = _ACCEPT_MEMO[key] = _admit(makers[lo:R], load[lo:R] - base, t, beat - first_x,
+                                           first_x, ahead, transposed)
+    return found + base
+
+
+def _admit(makers, load, t, beat, first_x, ahead, transposed):
+    """:func:`accept_time` of rows from the tile's beat ``first_x``, all times relative to one
+    cycle: the input's unthrottled time of their first beat ``ahead`` (None: it cannot bind)."""
+    import bisect
+    bpr = t.beats_per_row
+    wd1, wm1, rd, md, dd, dm = _admission(t, transposed)
+    R = beat // bpr + 1
+    nd = np.array([len(m) for m in makers[:R]], dtype=np.int64)
+    r0 = max(0, R - ADMIT_ROWS)
+    load = np.asarray(load[:R], dtype=np.int64)
+    mask_reads = (load + md).tolist()
     # Data beats leave in row order, each row's from rd cycles after its mask.
     starts = np.repeat(load + rd - np.concatenate([[0], np.cumsum(nd)[:-1]]), nd)
     data_reads = (starts + np.arange(int(nd.sum()))).tolist()
     mask_in = [-(1 << 40)] * r0          # cycles from which each mask counts in the level
     data_in = [-(1 << 40)] * int(nd[:r0].sum())
-    prev = -(1 << 40)
+    # The window's first beat waits at least until the rows before it have left room in both
+    # FIFOs (a jump over the reads before it, which would otherwise be stepped one by one).
+    before_d, before_m = len(data_in) - dd - 1, r0 - dm - 1
+    prev = max(data_reads[before_d] + 1 if before_d >= 0 else -(1 << 40),
+               mask_reads[before_m] + 1 if before_m >= 0 else -(1 << 40))
+    taken = []           # transposed: the window's beats, when taken
     for r in range(r0, R):
         times = []
-        for b in range(bpr):
-            x = r * bpr + b
-            c = max(x + x // 3 if transposed else x, prev + 1)
+        for b in range(bpr if r < R - 1 else beat % bpr + 1):
+            x = first_x + r * bpr + b
+            unthrottled = (-(1 << 40) if ahead is None else
+                           ahead + x + x // 3 - first_x - first_x // 3 if transposed else
+                           ahead + x - first_x)
+            c = max(unthrottled, prev + 1)
+            if transposed and len(taken) >= 3:
+                # The transposer reads a beat once at most two are out of its banks and not
+                # taken: three cycles after the beat three before it was taken, it is out.
+                c = max(c, taken[-3] + 4)
             while True:
                 gone_d = bisect.bisect_right(data_reads, c - 2)
                 gone_m = bisect.bisect_right(mask_reads, c - 2)
@@ -373,11 +485,21 @@ def last_a_beat(nnz, load, t, *, sparse=True, transposed=False):
                           mask_reads[gone_m] if gone_m < len(mask_reads) else 1 << 40)
                 c = max(c + 1, nxt + 2)
             times.append(c)
+            taken.append(c)
             prev = c
-        for j in _makers(int(nnz[r]), bpr, L, not sparse):
-            bisect.insort(data_in, times[j] + wd + 1)
-        mask_in.append(times[-1] + wm + 1)
+        if r < R - 1:
+            for j in makers[r]:
+                bisect.insort(data_in, times[j] + wd1)
+            mask_in.append(times[-1] + wm1)
     return prev
+
+
+def last_a_beat(nnz, load, t, *, sparse=True, transposed=False):
+    """Cycle (from the tile's first ``A`` beat) the tile's last ``A`` beat enters the core
+    (:func:`accept_time` of its last beat, its rows' nonzeros ``nnz`` taken as spread
+    evenly)."""
+    return accept_time(_makers(nnz, t, sparse), load, t, len(nnz) * t.beats_per_row - 1,
+                       transposed=transposed)
 
 
 def _geometry(op, M, K, N, t):
@@ -414,51 +536,99 @@ def _b_span(op, t):
     return _transposed_span(t.b_beats) if op == 1 else t.b_beats
 
 
-def _block_profiles(nnz, modes, mvs, t, transposed):
-    """The schedule (:func:`tile_profile`) of every distinct ``A`` block in each mode a step
-    runs it in, keyed ``(sparse, mt, kc)``: its last ``C`` beat, each row's last pass and mask
-    taken, its issue cycles and its rows' nonzeros. ``modes``: ``(n_nc, n_mt, n_kc)`` bools."""
-    prof = {}
-    for mode in (False, True):
-        need = modes.any(axis=0) if mode else (~modes).any(axis=0)   # (n_mt, n_kc)
-        for mt, mv in enumerate(mvs):
-            kcs = np.flatnonzero(need[mt])
-            if not len(kcs):
-                continue
-            rows = nnz[mt * t.acc_rows:mt * t.acc_rows + mv, kcs].T      # (blocks, mv)
-            if not mode:
-                rows = rows[:1]          # dense blocks of a row group are all alike
-            pr = tile_profile(rows, t, sparse=mode, transposed=transposed)
-            for i, kc in enumerate(kcs):
-                j = i if mode else 0
-                prof[(mode, mt, kc)] = {"c_last": int(pr["c_last"][j]), "X": pr["X"][j],
-                                        "gap": pr["gap"][j], "load": pr["load"][j],
-                                        "passes": int(pr["passes"][j]), "nnz": rows[j]}
-    return prof
+@dataclass
+class _Rows:
+    """One ``A`` block's rows as the GEMM takes them, in one mode: what their schedule depends
+    on besides when they arrive and where the GEMM stands (:func:`_run_rows`)."""
+
+    nnz: list          # nonzeros of each row (dense: k)
+    first: list        # the stepped rows' (per_group, load, rest, floor_after, arrive, empty)
+    r0: int            # rows stepped; the rest follow the closed form
+    cum: np.ndarray    # rows r0.. : their last pass after row r0-1's (closed form)
+    arrive: np.ndarray  # each row's mask at the loader, from the tile's first A beat, unthrottled
+    load: np.ndarray   # each row's loader cycles
+    floor_after: np.ndarray
+    beats: np.ndarray  # C beats of each row's last output entry
+    gap: np.ndarray    # cycles between the last passes of a row's column groups
+    passes: int        # issue cycles
+    sparse: bool
+    t: object                 # the EngineTiming
+    beat_nnz: object = None   # each row's nonzeros per input beat, where known
+    _makers: list = field(default=None, repr=False)
+
+    @property
+    def makers(self):
+        """Each row's data beats' making input beats (:func:`_makers`), worked out when first
+        asked for (only where the admission is stepped)."""
+        if self._makers is None:
+            self._makers = _makers(self.nnz, self.t, self.sparse, self.beat_nnz)
+        return self._makers
+
+    @property
+    def rows(self):
+        return len(self.nnz)
 
 
-def _last_a_beats(prof, mvs, t, admit_tiles):
-    """OP 1: each block's last ``A`` beat (the transposer's next write waits for it), keyed as
-    ``prof``. Stepped (:func:`last_a_beat`) once per row count for dense blocks (all alike) and
-    for up to ``admit_tiles`` sparse ones; the rest take the mean gap to their last ``C`` beat
-    of those stepped with as many rows (or, if none, of all stepped in their mode)."""
-    a_last, gaps = {}, {}
-    stepped = 0
-    for key in sorted(prof):
-        mode, mt, kc = key
-        pr, same = prof[key], (mode, mvs[mt])
-        if (not mode and same in gaps) or (mode and stepped >= admit_tiles):
-            continue
-        a_last[key] = last_a_beat(pr["nnz"], pr["load"], t, sparse=mode)
-        gaps.setdefault(same, []).append(pr["c_last"] - a_last[key])
-        stepped += mode
-    for key in prof:
-        if key not in a_last:
-            mode, mt, _ = key
-            gap = gaps.get((mode, mvs[mt])) or [v for (m, _), vs in gaps.items()
-                                                if m == mode for v in vs]
-            a_last[key] = prof[key]["c_last"] - int(round(np.mean(gap)))
-    return a_last
+def _block_rows(nnz, t, sparse, transposed, beat_nnz=None):
+    """:class:`_Rows` of a block whose rows have ``nnz`` nonzeros (golden/gemm.py's rules, as
+    :func:`tile_profile`), and ``beat_nnz`` per input beat if known."""
+    g = t.gemm
+    nnz = np.asarray(nnz, dtype=np.int64)
+    R, L, groups = nnz.size, t.lanes, g.col_groups
+    if not sparse:
+        nnz = np.full(R, t.k, dtype=np.int64)
+    per_group = np.maximum(nnz, 1) if g.k_par == 1 else np.maximum(_cdiv(nnz, g.k_par), 1)
+    passes = np.where(nnz == 0, 1, per_group * groups)
+    load = np.where(nnz == 0, 1, 1 + g.data_gap + _cdiv(nnz, L))
+    beats = np.where(nnz == 0, t.n // L, g.n_par // L)
+    floor_after = g.issue_to_push + 1 + beats
+    if g.fifo_depth > 1:
+        floor_after = np.maximum(beats, _cdiv(floor_after, g.fifo_depth))
+    arrive = _input_times(R, t, transposed) + t.mask_latency
+    bpr = t.beats_per_row
+    input_cycles = _cdiv(4 * bpr, 3) if transposed else bpr
+    ahead = int(floor_after.min()) >= max(1 + g.data_gap + bpr, input_cycles)
+    r0 = min(R, START_ROWS) if ahead else R
+    rest = (groups - 1) * np.maximum(per_group, floor_after)
+    prev_floor = floor_after[r0 - 1:R - 1]
+    inc = np.where(nnz[r0:] == 0, np.maximum(1, prev_floor),
+                   np.maximum(per_group[r0:], prev_floor) + rest[r0:])
+    first = list(zip(*(x[:r0].tolist() for x in (per_group, load, rest, floor_after, arrive,
+                                                   nnz == 0))))
+    gap = np.where(nnz == 0, 0, np.maximum(per_group, floor_after))
+    return _Rows(nnz.tolist(), first, r0, np.cumsum(inc), arrive, load, floor_after, beats,
+                 gap, int(passes.sum()), sparse, t, beat_nnz)
+
+
+#: Where the GEMM stands before a tile: the last two rows' last passes, the loader's last
+#: load's end and the last row's credit floor (an idle GEMM: none).
+_IDLE = (-(1 << 40), -(1 << 40), -(1 << 40), 0)
+
+
+def _run_rows(rows, a_first, state):
+    """The block's rows after the GEMM's ``state`` (:data:`_IDLE`), its first ``A`` beat at
+    ``a_first``: each row's last pass ``X`` and mask taken ``LS`` (absolute), and the state
+    after them. The first rows stepped (the loader: its two slots and a row's mask, gap and
+    data; a pass per nonzero; the output's credit), the rest by the closed form."""
+    x1, x2, le_prev, fl_prev = state
+    R, r0 = rows.rows, rows.r0
+    X = np.empty(R, dtype=np.int64)
+    LS = np.empty(R, dtype=np.int64)
+    for i, (pg, load, rest, floor, arrive, empty) in enumerate(rows.first):
+        ls = max(a_first + arrive, le_prev + 1, x2 + 1)
+        le = ls + load - 1
+        first = max(le + 1, x1 + 1)
+        credit = x1 + fl_prev
+        x = max(first, credit) if empty else max(first + pg - 1, credit) + rest
+        X[i], LS[i] = x, ls
+        x2, x1, le_prev, fl_prev = x1, x, le, floor
+    if R > r0:
+        X[r0:] = X[r0 - 1] + rows.cum
+        # The loader takes row i's mask as soon as row i-2 has left its slot.
+        LS[r0:] = np.maximum(a_first + rows.arrive[r0:], X[r0 - 2:R - 2] + 1)
+        x1, x2 = int(X[-1]), int(X[-2])
+        le_prev, fl_prev = int(LS[-1] + rows.load[-1] - 1), int(rows.floor_after[-1])
+    return X, LS, (x1, x2, le_prev, fl_prev)
 
 
 def _first_step_times(op, mvs, kvs, nvs, t):
@@ -476,16 +646,6 @@ def _first_step_times(op, mvs, kvs, nvs, t):
     fill_end = start_read + _xt_fill(t) - 1
     return (max(fill_end + 1, _read_after_bursts(kvs[0], _cdiv(mvs[0], L), t)),
             fill_end + TRANSPOSE_TURN)
-
-
-def _b_chunk_waits(op, tile_prev, a_last_prev, t):
-    """Cycles ``B`` chunk ``s`` waits beyond the one-cycle turn-around, from step ``s-1``'s
-    tile (first ``A`` to last ``C`` beat) and, OP 1, its last ``A`` beat (both from its first
-    ``A`` beat): OP 1 until the transposer holds the chunk; OP 2 until step ``s``'s ``Xᵀ``
-    block is in (its fill follows chunk ``s-1``'s last beat). Arrays or ints."""
-    if op == 1:
-        return np.maximum(0, a_last_prev + t.b_beats + TRANSPOSE_TURN - tile_prev - 1)
-    return np.maximum(0, _xt_fill(t) - tile_prev - 1)
 
 
 def _output_entries(X, gap, t):
@@ -508,11 +668,11 @@ def _results_fifo_stall(X, gap, a_first, written, t):
     """A row group's results into the ``results`` FIFO (one row group deep): its ``C`` beat
     ``j`` waits for entry ``entries + j - E`` of the previous group to have left, and the
     GEMM's output entries (:func:`_output_entries`) then wait for their credit. ``X``, ``gap``:
-    each row's last pass in the group's last step, from ``a_first``, its first ``A`` beat, and
-    the cycles between its column groups' last passes; ``written``: the previous group's
-    ``(entry free times, entries)``, or None. Returns ``(stall, ready)``: cycles the group's
-    last ``C`` beat is delayed, and each ``C`` beat's cycle, ``(rows, beats a row)`` from
-    ``a_first``."""
+    each row's last pass in the group's last step, from ``a_first``, and the cycles between its
+    column groups' last passes; ``written``: the previous group's ``(entry free times,
+    entries)``, or None. Returns ``(stall, ready, delay)``: cycles the group's last ``C`` beat
+    is delayed, each ``C`` beat's cycle, ``(rows, beats a row)`` from ``a_first``, and each
+    row's last pass's delay (the rows after it follow it)."""
     g = t.gemm
     beats_row = t.n // t.lanes
     itp = g.issue_to_push
@@ -522,12 +682,13 @@ def _results_fifo_stall(X, gap, a_first, written, t):
     e_of = np.repeat(np.arange(e_pass.size), e_beats)                     # each beat's entry
     j = np.arange(e_of.size) - np.repeat(np.cumsum(e_beats) - e_beats, e_beats)
     ready = (e_pass[e_of] + itp + 1 + j).reshape(X.size, beats_row)
+    none = np.zeros(X.size, dtype=np.int64)
     if written is None:
-        return 0, ready
+        return 0, ready, none
     free, entries = written
     idx = entries + np.arange(X.size * beats_row) - t.acc_rows * beats_row
     if not (idx >= 0).any():
-        return 0, ready
+        return 0, ready, none
     bound = np.where(idx >= 0, free[np.clip(idx, 0, None)] - a_first, -(1 << 40))
     # The last pass each entry would need for its beats not to wait; the next entry's last
     # pass follows the entry's last beat (its credit).
@@ -540,7 +701,12 @@ def _results_fifo_stall(X, gap, a_first, written, t):
         x_last = max(x_last, int((s_entry[:-1] + floor[:-1] + suffix).max()))
     stall = max(0, max(x_last, int(s_entry[-1])) - int(e_pass[-1]))
     bound = bound.reshape(X.size, beats_row)
-    return stall, (np.maximum(ready, bound) if stall else ready)
+    # Each entry's delay: its own wait, or an earlier entry's carried on by the credits.
+    carried = np.maximum.accumulate(np.concatenate([[-(1 << 40)], s_entry[:-1] + floor[:-1]
+                                                    - e_pass[1:]]))
+    delay = np.maximum(0, np.maximum(s_entry - e_pass, carried))
+    row_last = np.cumsum(has.reshape(X.size, -1).sum(axis=1)) - 1      # a row's last entry
+    return stall, (np.maximum(ready, bound) if stall else ready), delay[row_last]
 
 
 def _writer_starts(ready, pace, busy_until):
@@ -551,73 +717,149 @@ def _writer_starts(ready, pace, busy_until):
     return np.maximum(np.maximum.accumulate(ready - idx * pace), busy_until + 1) + idx * pace
 
 
-def _schedule_steps(op, tile, a_last, groups, t, a_first0):
-    """The steps in order; within a row group every step adds its parts, and the group's last
-    step waits for the results FIFO. ``tile``: each step's first ``A`` to last ``C`` beat
-    before that wait; ``a_last`` (OP 1): its last ``A`` beat, from its first; ``groups``: per
-    row group, its result columns and its last step's rows' last passes; ``a_first0``: step
-    0's first ``A`` beat. Returns ``(c_last, stall, b_wait, writer_end)``: each step's last
-    ``C`` beat and results FIFO stall, each ``B`` chunk's wait beyond the turn-around
-    (:func:`_b_chunk_waits`), and the writer's last word and last kept word."""
-    T = len(tile)
-    n_kc = T // len(groups)
+def _schedule(op, steps, t, b_first0, a_first0, a_in0):
+    """The steps in order, overlapped (docs/engine.md, "Cycle model"). ``steps``: each step's
+    :class:`_Rows`, result columns and whether it ends its row group. Returns per step (int64
+    arrays, cycles after the checks) ``b_first``, ``b_last``, ``a_first``, ``c_last``,
+    ``stall`` (the results FIFO's delay of its last ``C`` beat) and ``exposed`` (cycles its
+    first row waited beyond the GEMM's pace: its ``B`` chunk or its input), and the writer's
+    last word and last kept word."""
+    T = len(steps)
+    out = {name: np.zeros(T, dtype=np.int64) for name in ("b_first", "b_last", "a_first",
+                                                            "c_last", "stall", "exposed")}
+    b_first, b_last, a_first, c_last = (out[n] for n in ("b_first", "b_last", "a_first",
+                                                          "c_last"))
+    b_span = _b_span(op, t)
+    bpr, itp = t.beats_per_row, t.gemm.issue_to_push
+    latency = A_QUEUE_LATENCY if op == 0 else 0    # OP 1's B comes later than its A
     beats_row, wpc = t.n // t.lanes, t.words_per_c_beat
-    b_wait = np.zeros(T, dtype=np.int64)
-    if op in (1, 2):
-        b_wait[1:] = _b_chunk_waits(op, tile[:-1], None if a_last is None else a_last[:-1], t)
-    inc = 1 + b_wait + _b_span(op, t) + tile      # c_last(s) - c_last(s-1), before the FIFO
-    c_prev = a_first0 + tile[0] - inc[0]          # so that c_last(0) = c_prev + inc[0]
-    c_last = np.zeros(T, dtype=np.int64)
-    stall = np.zeros(T, dtype=np.int64)
+    state = _IDLE
     written = None               # entry free times, entries of the previous row group's results
     busy_until = -(1 << 40)
     writer_end = None
-    for group, (nv, X, gap) in enumerate(groups):
-        row_cycles, kept, _ = _row_write_cycles(nv, t)
-        pace = _cdiv(row_cycles, beats_row)
-        s0, s1 = group * n_kc, (group + 1) * n_kc
-        ends = c_prev + np.cumsum(inc[s0:s1])
-        c_last[s0:s1] = ends
-        a_first = int(ends[-1]) - int(tile[s1 - 1])
-        group_stall, ready = _results_fifo_stall(X, gap, a_first, written, t)
-        c_prev = int(ends[-1]) + group_stall
-        c_last[s1 - 1] = c_prev
-        stall[s1 - 1] = group_stall
-        start = _writer_starts((a_first + ready + ACC_TO_WRITER).reshape(-1), pace, busy_until)
-        busy_until = int(start[-1] + wpc - 1)
-        written = (start + wpc, start.size)
-        # The last row's last kept word: in its beat ``b`` (a row's beats need not follow
-        # one another: its column groups leave the GEMM apart).
-        b = (kept - 1) // wpc
-        writer_end = (busy_until, int(start[b - beats_row]) - b * pace + kept - 1)
-        if op in (1, 2) and group_stall and s1 < T:
-            # the next B chunk's wait, measured from the later C beat
-            wait = _b_chunk_waits(op, int(tile[s1 - 1]) + group_stall,
-                                  None if a_last is None else int(a_last[s1 - 1]), t)
-            inc[s1] += wait - b_wait[s1]
-            b_wait[s1] = wait
-    return c_last, stall, b_wait, writer_end
+    prev = None                  # the step before: (rows, LS, A beats, A span)
+    fill = _xt_fill(t)
+    w_end = b_first0 - TRANSPOSE_TURN if op == 1 else b_first0 - 1   # OP 1's Wᵀ, OP 2's Xᵀ
+    w_ends = [w_end]
+    freed_at = []                # OP 2: each tile's transposer block free again
+    a_in = a_in0                 # OP 0, 1: A tile s's first beat into the A queue
+    run_start = run = 0          # OP 1: the Wᵀ read-out's cadence: its start, beats since
+    for s, (rows, nv, ends_group) in enumerate(steps):
+        a_beats = rows.rows * bpr
+        a_span = _transposed_span(a_beats) if op == 2 else a_beats
+        if s == 0:
+            b_first[s] = b_first0
+        else:
+            p_rows, p_ls, p_beats, p_span = prev
+            # The reader's R stream, in order: OP 0 chunk s after A tile s-1; OP 1 chunk s
+            # into the transposer after A tile s-1, read out TRANSPOSE_TURN after; OP 2 Xᵀ
+            # block s into the transposer after chunk s-1, then chunk s. A tile's last beat
+            # goes into the A queue (OP 0, 1) once the beat A_QUEUE before it has left.
+            # Chunk s's weight set is free once C tile s-2 has left (s-1 with one set).
+            if op == 2:
+                start = b_last[s - 1] + 1
+                if s >= 2:
+                    # The transposer's block of tile s-2 is free once its last beat's read
+                    # is issued: at most three beats out of the banks and not taken.
+                    start = max(start, freed_at[s - 2])
+                w_ends.append(start + fill - 1)
+                bf = w_ends[-1] + 1
+            else:
+                after_a = a_in + p_beats
+                if p_beats >= A_QUEUE:
+                    after_a = max(after_a, a_first[s - 1] + 1 + accept_time(
+                        p_rows.makers, p_ls - a_first[s - 1], t, p_beats - A_QUEUE))
+                if op == 1:
+                    if s >= 2:  # the transposer's block of chunk s-2, read out
+                        after_a = max(after_a, b_last[s - 2] + 1)
+                    w_ends.append(after_a + t.b_beats - 1)
+                    bf = w_ends[-1] + TRANSPOSE_TURN
+                else:
+                    bf = after_a
+            if s >= t.weight_sets:
+                bf = max(bf, c_last[s - t.weight_sets] + 1)
+            b_first[s] = bf
+        b_last[s] = b_first[s] + b_span - 1
+        if op == 1:
+            # Wᵀ chunks leave the transposer three beats in four; a chunk ready before the one
+            # before it has left follows it in the same cadence.
+            if s and b_first[s] < run_start + run + run // 3:
+                b_first[s] = run_start + run + run // 3
+                run += t.b_beats
+                b_last[s] = run_start + _transposed_span(run) - 1
+            else:
+                run_start, run = b_first[s], t.b_beats
+        if s:
+            # When A tile s's first beat goes into the A queue: after chunk s (OP 0), after
+            # chunk s's Wᵀ into the transposer (OP 1).
+            a_in = b_last[s] + 1 if op == 0 else w_ends[-1] + 1
+        if s == 0:
+            a_first[s] = a_first0
+        else:
+            a_first[s] = max(a_first[s - 1] + prev[3], b_last[s] + 1 + latency)
+            if op == 2:
+                a_first[s] = max(a_first[s], w_ends[-1] + TRANSPOSE_TURN)
+            if rows.r0 == rows.rows and rows.rows > 1:
+                # Rows that wait for their input (every row stepped): the tile's first beat
+                # follows the last of the tile before, which the GEMM may have held back.
+                p_rows, p_ls = prev[0], prev[1]
+                a_first[s] = max(a_first[s], a_first[s - 1] + 1 + accept_time(
+                    p_rows.makers, p_ls - a_first[s - 1], t, p_rows.rows * bpr - 1,
+                    transposed=op == 2))
+        x_before = state[0]
+        X, LS, state = _run_rows(rows, int(a_first[s]), state)
+        if op == 2:
+            freed_at.append(_block_freed(rows, LS, a_first[s], t))
+        if ends_group:
+            row_cycles, kept, _ = _row_write_cycles(nv, t)
+            pace = _cdiv(row_cycles, beats_row)
+            stall, ready, delay = _results_fifo_stall(X, rows.gap, 0, written, t)
+            if stall or delay.any():
+                X = X + delay
+                x1, x2, le_prev, fl_prev = state
+                state = (int(X[-1]), int(X[-2]) if X.size > 1 else x2, le_prev, fl_prev)
+            out["stall"][s] = stall
+            start = _writer_starts((ready + ACC_TO_WRITER).reshape(-1), pace, busy_until)
+            busy_until = int(start[-1] + wpc - 1)
+            written = (start + wpc, start.size)
+            # The last row's last kept word: in its beat ``b`` (a row's beats need not follow
+            # one another: its column groups leave the GEMM apart).
+            b = (kept - 1) // wpc
+            writer_end = (busy_until, int(start[b - beats_row]) - b * pace + kept - 1)
+        c_last[s] = X[-1] + itp + rows.beats[-1]
+        if s:
+            first_inc = _first_increment(rows, prev[0])
+            out["exposed"][s] = max(0, int(X[0]) - x_before - first_inc)
+        prev = (rows, LS, a_beats, a_span)
+    return out, writer_end
 
 
-def _step_times(c_last, tile, stall, b_first0, b_span):
-    """Each step's first and last ``B`` beat, first ``A`` beat and last ``C`` beat, cycles
-    from START, back from its last ``C`` beat."""
-    a_first = c_last - tile - stall
-    b_last = a_first - 1
-    b_last[0] = b_first0 + b_span - 1
-    times = {"b_first": b_last - b_span + 1, "b_last": b_last, "a_first": a_first,
-             "c_last": c_last}
-    return {name: v + CHECK_CYCLES for name, v in times.items()}
+def _block_freed(rows, LS, a_first, t):
+    """OP 2: the cycle the transposer's block of a tile is free again: its last beat's read
+    issued, at most three beats before the core takes the last (two cycles after the core
+    took the beat three before it, or its unthrottled time)."""
+    last = rows.rows * t.beats_per_row - 1
+    if last < 3:
+        return a_first + last + last // 3 - 2
+    return a_first + 2 + accept_time(rows.makers, LS - a_first, t, last - 3, transposed=True)
 
 
-def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TILES,
-                     per_step=False):
+def _first_increment(rows, before):
+    """A tile's first row's last pass after the last row before it, at the GEMM's pace."""
+    floor_prev = int(before.floor_after[-1])
+    pg, _, rest, _, _, empty = rows.first[0]
+    return max(1, floor_prev) if empty else max(pg, floor_prev) + rest
+
+
+def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, beat_nnz=None, per_step=False):
     """:func:`layer_cycles` from the streamed operand's nonzeros per row and inner chunk
     (``nnz``: ``(Mo, ceil(Ki/k))``, :func:`row_nnz`; only their counts matter to the model)
     and each tile's mode (``sparse``: a bool, or one per tile in the engine's order).
-    ``per_step``: also ``"per_step"``, each step's first and last ``B`` beat, first ``A``
-    beat and last ``C`` beat (int64 arrays, cycles from START: the first cycle
-    ``LAYER_CYCLES`` counts is 0)."""
+    ``beat_nnz``: the nonzeros per input beat (:func:`row_beat_nnz`), where they are known;
+    without them a sparse row's nonzeros are taken as spread evenly over its beats (it matters
+    only where the compactor's admission sets a bound). ``per_step``: also ``"per_step"``,
+    each step's first and last ``B`` beat, first ``A`` beat and last ``C`` beat (int64
+    arrays, cycles from START: the first cycle ``LAYER_CYCLES`` counts is 0)."""
     Mo, Ki, No, mvs, kvs, nvs = _geometry(op, M, K, N, t)
     nnz = np.asarray(nnz, dtype=np.int64)
     if nnz.shape != (Mo, len(kvs)):
@@ -626,38 +868,46 @@ def layer_cycles_nnz(op, nnz, M, K, N, t, sparse=False, *, admit_tiles=ADMIT_TIL
     T = n_nc * n_mt * n_kc
     sparse = sparse if t.sparse else False   # the dense-only twin runs every tile dense
     modes = np.broadcast_to(np.asarray(sparse, dtype=bool), (T,)).reshape(n_nc, n_mt, n_kc)
-    prof = _block_profiles(nnz, modes, mvs, t, transposed=op == 2)
+    blocks = {}
+
+    def block(mode, mt, kc):
+        key = (mode, mt, kc) if mode else (mode, mt)      # dense blocks of a row group: alike
+        if key not in blocks:
+            span = slice(mt * t.acc_rows, mt * t.acc_rows + mvs[mt])
+            blocks[key] = _block_rows(nnz[span, kc], t, mode, op == 2,
+                                      None if beat_nnz is None else beat_nnz[span, kc])
+        return blocks[key]
+
     # The steps in the engine's order (result column chunk, row group, inner chunk).
-    keys = [(bool(modes[nc, mt, kc]), mt, kc) for nc in range(n_nc) for mt in range(n_mt)
-            for kc in range(n_kc)]
-    tile = np.array([prof[key]["c_last"] for key in keys], dtype=np.int64)
-    a_last = None
-    if op == 1:
-        a_last_of = _last_a_beats(prof, mvs, t, admit_tiles)
-        a_last = np.array([a_last_of[key] for key in keys], dtype=np.int64)
+    steps = [(block(bool(modes[nc, mt, kc]), mt, kc), nvs[nc], kc == n_kc - 1)
+             for nc in range(n_nc) for mt in range(n_mt) for kc in range(n_kc)]
     b_span = _b_span(op, t)
     b_first0, a_ready0 = _first_step_times(op, mvs, kvs, nvs, t)
-    a_first0 = max(b_first0 + b_span, a_ready0)
-    groups = [(nvs[s // (n_mt * n_kc)], prof[keys[s]]["X"], prof[keys[s]]["gap"])
-              for s in range(n_kc - 1, T, n_kc)]
-    c_last, stall, b_wait, (end_words, end_kept) = _schedule_steps(op, tile, a_last, groups, t,
-                                                                   a_first0)
+    # OP 0's A tile follows its B chunk through the A queue; OP 1's is in the queue before
+    # its Wᵀ comes out of the transposer; OP 2's comes out of the transposer.
+    a_first0 = max(b_first0 + b_span + (A_QUEUE_LATENCY if op == 0 else 0),
+                   a_ready0 + (A_QUEUE_LATENCY if op != 2 else 0))
+    times, (end_words, end_kept) = _schedule(op, steps, t, b_first0, a_first0,
+                                             max(b_first0 + b_span, a_ready0) if op == 0
+                                             else max(b_first0 - TRANSPOSE_TURN + 1, a_ready0))
+    c_last = times["c_last"]
     layer = max(end_words + LAST_WORD_TO_DONE, end_kept + WRITE_RESPONSE)
-    stalls = int(stall.sum())
-    tiles = int((tile + 1).sum()) + stalls
-    passes = sum(prof[key]["passes"] for key in keys)
-    # A B chunk's wait for its Xᵀ block (OP 2) counts in a_wait, for the transposer (OP 1) in
-    # the turn-around.
+    exposed = int(times["exposed"].sum())
+    tiles = int(c_last[-1] - a_first0 + 1) - exposed
+    passes = sum(rows.passes for rows, _, _ in steps)
+    # The exposed waits of a tile's first row: for its B chunk (OP 0, 1) or its Xᵀ block
+    # (OP 2; counted in a_wait).
     out = {"layer_cycles": int(layer) + CHECK_CYCLES, "checks": CHECK_CYCLES, "steps": T,
            "tiles_sparse": int(modes.sum()), "tiles_dense": int(T - modes.sum()),
-           "start": int(b_first0), "b_load": T * b_span,
-           "a_wait": a_first0 - (b_first0 + b_span) + (int(b_wait.sum()) if op == 2 else 0),
+           "start": int(b_first0), "b_load": b_span + (exposed if op != 2 else 0),
+           "a_wait": a_first0 - (b_first0 + b_span) + (exposed if op == 2 else 0),
            "tile": tiles, "tile_passes": passes, "tile_other": tiles - passes,
-           "results_stall": stalls, "turnaround": int(b_wait.sum()) if op == 1 else 0,
+           "results_stall": int(times["stall"].sum()), "turnaround": 0,
            "drain": int(layer - c_last[-1] - 1)}
     out.update(words(op, M, K, N, t))
     if per_step:
-        out["per_step"] = _step_times(c_last, tile, stall, b_first0, b_span)
+        out["per_step"] = {name: times[name] + CHECK_CYCLES
+                           for name in ("b_first", "b_last", "a_first", "c_last")}
     return out
 
 
@@ -689,7 +939,8 @@ def layer_cycles(op, a_matrix, M, K, N, params, *, mode=None, modes_per_tile=Non
     else:
         raise ValueError(f"mode must be 1 (dense) or 2 (sparse), or give modes_per_tile, "
                          f"not {mode!r}")
-    return layer_cycles_nnz(op, row_nnz(op, a_matrix, t), M, K, N, t, sparse, **kwargs)
+    return layer_cycles_nnz(op, row_nnz(op, a_matrix, t), M, K, N, t, sparse,
+                            beat_nnz=row_beat_nnz(op, a_matrix, t), **kwargs)
 
 
 # --- operands of the RTL timing runs (verif/tb/tb_engine_timing.py) -------------------------

@@ -80,11 +80,20 @@ def _check(p):
                          f"not {p['data_width']!r}")
 
 
+#: Beats of the A queue between the reader and the core (OP 0, 1): the reader moves on to the
+#: next B chunk once a tile's last A beat is in, so the queue's beats are what the tile still
+#: computes while that chunk loads (64 rows at the defaults: at least 960 cycles of work at
+#: any density against 512 for the chunk; docs/engine.md, "Hiding the B loads").
+A_QUEUE = 512
+
 #: The engine's elaboration-size estimate (hw/params.py SizeBound; docs/interfaces.md,
-#: "Elaboration size"): the core's GEMM terms, and the bits of its on-chip buffers over 64 (the
-#: partial sums and their result FIFO, 2*acc_rows*n*acc_width; the transposer's two blocks,
-#: about 2*max(k,n)*max(acc_rows,k)*width), as for the GEMM's weights.
+#: "Elaboration size"): the core's GEMM terms, the GEMM's second weight set (counted at any
+#: ``k_par``, so the term grows with every parameter it reads: at ``k_par`` > 1, which has
+#: one set, it over-counts by at most half the weights' term), and the bits of its on-chip
+#: buffers over 64 (the partial sums and their result FIFO, 2*acc_rows*n*acc_width; the
+#: transposer's two blocks, about 2*max(k,n)*max(acc_rows,k)*width), as for the GEMM's weights.
 SIZE_BOUND = P.SizeBound(core.CORE_SIZE_BOUND.terms + (
+    ("n", "k*n*width/64", lambda p: p["k"] * p["n"] * p["width"] // 64),
     ("acc_rows", "(acc_rows*n*acc_width + max(k,n)*max(acc_rows,k)*width)/32",
      lambda p: (p["acc_rows"] * p["n"] * p["acc_width"]
                 + max(p["k"], p["n"]) * max(p["acc_rows"], p["k"]) * p["width"]) // 32),
@@ -314,6 +323,9 @@ class SpartanEngine(wiring.Component):
         super().__init__(members)
 
     params = property(lambda self: dict(self._p))
+    #: Two weight sets in the broadcast datapath: each step's B chunk loads during the step
+    #: before (the replicated datapath holds one).
+    _weight_sets = property(lambda self: 2 if self._p["k_par"] == 1 else 1)
     regmap = property(lambda self: self._map)
     #: Bytes per A and B element, per C sum.
     _elem_bytes = property(lambda self: self._p["width"] // 8)
@@ -364,7 +376,7 @@ class SpartanEngine(wiring.Component):
         a = stream.Signature(beat_layout(L, W)).create()
         b = stream.Signature(beat_layout(L, W)).create()
         c = wiring.flipped(stream.Signature(beat_layout(L, acc_width)).create())
-        core.tile_datapath(m, self._p, view, a=a, b=b, c=c)
+        core.tile_datapath(m, {**self._p, "weight_sets": self._weight_sets}, view, a=a, b=b, c=c)
         return layer_start, a, b, c
 
     def _units(self, m):
@@ -417,19 +429,32 @@ class SpartanEngine(wiring.Component):
         m.d.sync += [b_loaded.eq(b_loaded + (b.valid & b.ready & b.payload.last)),
                      a_sent.eq(a_sent + (a.valid & a.ready & a.payload.last)),
                      c_left.eq(c_left + (c.valid & c.ready & c.payload.last))]
-        m.d.comb += [b_allowed.eq(b_loaded == c_left), a_allowed.eq(a_sent != b_loaded)]
+        ahead = Signal(2, name="b_ahead")
+        m.d.comb += [ahead.eq(b_loaded - c_left),
+                     b_allowed.eq(ahead < self._weight_sets), a_allowed.eq(a_sent != b_loaded)]
+        L, W = self._p["lanes"], self._p["width"]
+        m.submodules.a_queue = a_queue = fifo.SyncFIFOBuffered(width=L * W + 1, depth=A_QUEUE)
+        # The queue's data comes straight from its block RAM's read port: a register slice
+        # after it, so the block RAM's clock-to-output and the core's first stage are not one
+        # path (13.3 ns, 75 MHz on ECP5 without it).
+        m.submodules.a_queue_out = a_out = RegisterSlice(L * W + 1)
+        m.d.comb += [a_queue.w_en.eq(beats.valid & (beats.payload.dest == DEST_A)),
+                     a_queue.w_data.eq(Cat(beats.payload.data, beats.payload.last)),
+                     a_out.i.valid.eq(a_queue.r_rdy), a_out.i.payload.eq(a_queue.r_data),
+                     a_queue.r_en.eq(a_out.i.ready),
+                     a_out.o.ready.eq(a.ready & a_allowed & (op != OPS["wgrad"]))]
         to_core_a = a_allowed & Mux(op == OPS["wgrad"], t_out.valid & (t_out.payload.dest == 0),
-                                    beats.valid & (beats.payload.dest == DEST_A))
+                                    a_out.o.valid)
         m.d.comb += [
             transposer.w_valid.eq(beats.valid & (beats.payload.dest == DEST_T)),
             transposer.w_last.eq(beats.payload.last), transposer.w_row.eq(beats.payload.row),
             transposer.w_beat.eq(beats.payload.beat), transposer.w_data.eq(beats.payload.data),
             beats.ready.eq(Mux(beats.payload.dest == DEST_T, transposer.w_ready,
-                               Mux(beats.payload.dest == DEST_A, a.ready & a_allowed,
+                               Mux(beats.payload.dest == DEST_A, a_queue.w_rdy,
                                    b.ready & b_allowed))),
             a.valid.eq(to_core_a),
-            a.payload.data.eq(Mux(op == OPS["wgrad"], t_out.payload.data, beats.payload.data)),
-            a.payload.last.eq(Mux(op == OPS["wgrad"], t_out.payload.last, beats.payload.last)),
+            a.payload.data.eq(Mux(op == OPS["wgrad"], t_out.payload.data, a_out.o.payload[:L * W])),
+            a.payload.last.eq(Mux(op == OPS["wgrad"], t_out.payload.last, a_out.o.payload[-1])),
             b.valid.eq(b_allowed & Mux(op == OPS["dgrad"], t_out.valid & (t_out.payload.dest == 1),
                                        beats.valid & (beats.payload.dest == DEST_B))),
             b.payload.data.eq(Mux(op == OPS["dgrad"], t_out.payload.data, beats.payload.data)),

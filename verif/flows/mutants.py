@@ -932,6 +932,32 @@ NOTES = {
      "{ _0687_, _0685_ });"):
         "equivalent: the read command queue's write data in the sequencer's states other than "
         "`ISSUE_READ_1` and `ISSUE_READ_2`, where its write enable is low.",
+    # The engine with the B loads hidden (two weight sets, the A queue and its slice).
+    ("engine", "if (\\core.monitor.stats_fifo.w_port__en )", "if (1'h1)"):
+        "equivalent in the engine: the monitor's stats FIFO (2 entries) is read the cycle "
+        "after each write (the core takes every stats beat into the density table, "
+        "`stats.ready` is 1), so it never fills and the always-on write only touches the free "
+        "entry at the write pointer, which its real write then sets.",
+    ("engine", "assign _0711_ = _0709_ & _0710_;", "assign _0711_ = _0709_ | _0710_;"):
+        "equivalent: `quiet` (DRAIN's every-queue-and-unit-idle flag) taking the read, "
+        "transposer and accumulator command queues' emptiness OR the write queue's, so it "
+        "could rise with a read, transposer or accumulator command still queued. It does "
+        "not: the reader's and the accumulator's `idle` include their command input's valid, "
+        "so a queued read or accumulator command keeps `quiet` low anyway; a queued "
+        "transposer read-out belongs to a step whose accumulator command is queued or whose "
+        "tile has not ended (its `C` comes out of that read-out), so `acc.idle` is low.",
+    ("engine", "assign _2338_ = _2336_ & _2337_;", "assign _2338_ = _2336_ | _2337_;"):
+        "equivalent under the engine's schedule: the transposer's `idle` wrongly high while a "
+        "block is held but no read issued or fetched. Only DRAIN reads it, after the last "
+        "step is issued, and then a block in the transposer belongs to a step whose "
+        "accumulator command waits for the tile's last C beat (`acc_cmds.level`, "
+        "`acc.idle`), which comes after the block's last beat was read out: `quiet` is low "
+        "either way.",
+    ("engine", "assign _0315_[32] = 1'h0;", "assign _0315_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
+        "(`A_ADDR`'s term); the OR takes bits 31:0.",
+    ("engine", "assign _0352_[1] = 1'h0;", "assign _0352_[1] = 1'h1;"):
+        "equivalent: bit 1 of a 2-bit wire of which only bit 0 is read.",
     ("engine@live", "assign _2101_ = _1849_ ? 1'h1 : 1'h0;",
      "assign _2101_ = _1849_ ? 1'h0 : 1'h0;"):
         "not killed, not equivalent: a write to `TABLE_BASE` no longer restarts the per-tile "

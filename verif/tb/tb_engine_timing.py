@@ -34,6 +34,16 @@ PROBES = {"a_valid": "core.a__valid", "a_ready": "core.a__ready",
           "a_last": "core.a__payload.last", "b_valid": "core.b__valid",
           "b_ready": "core.b__ready", "b_last": "core.b__payload.last", "c_done": "core.c_done",
           "layer_cycles": "core.LAYER_CYCLES_LAYER_CYCLES"}
+#: Row-level probes (the sparse build's; absent names are skipped).
+ROW_PROBES = {"mask_valid": "core.compactor.m_axis_mask__valid",
+              "mask_ready": "core.compactor.m_axis_mask__ready",
+              "pass_valid": "core.gemm.datapath.i_pass__valid",
+              "pass_push": "core.gemm.datapath.i_pass__payload.push",
+              "data_valid": "core.compactor.m_axis_data__valid",
+              "data_ready": "core.compactor.m_axis_data__ready",
+              "data_r_en": "core.compactor.data_fifo.r_en",
+              "data_level": "core.compactor.data_fifo.level",
+              "room": "core.compactor.room"}
 
 
 class _Probe:
@@ -43,6 +53,12 @@ class _Probe:
         self.dut = dut
         # Verilator names them as escaped identifiers: a backslash, the name, a space.
         self.h = {k: dut._id(f"\\{v} ", extended=False) for k, v in PROBES.items()}
+        self.rows = {}
+        for k, v in ROW_PROBES.items():
+            try:
+                self.rows[k] = dut._id(f"\\{v} ", extended=False)
+            except AttributeError:      # the dense-only twin: no compactor
+                pass
         self.ports = {name: getattr(dut, f"m_axi_{name}")
                       for name in ("arvalid", "arready", "rvalid", "rready", "wvalid", "wready",
                                    "bvalid", "bready")}
@@ -51,7 +67,8 @@ class _Probe:
 
     def arm(self):
         self.events = {"b_first": [], "b_last": [], "a_first": [], "a_last": [], "c_last": [],
-                       "ar": [], "r": [], "w": [], "bresp": []}
+                       "ar": [], "r": [], "w": [], "bresp": [], "a_beat": [], "mask": [],
+                       "push": []}
         self.first_count = None
         self._b_open = self._a_open = False
         self._last_lc = None
@@ -79,7 +96,23 @@ class _Probe:
                 if read_int(h["b_last"]):
                     e["b_last"].append(self.cycle)
                     self._b_open = False
+            r = self.rows
+            if "mask_valid" in r:
+                if read_int(r["mask_valid"]) and read_int(r["mask_ready"]):
+                    e["mask"].append(self.cycle)
+                if read_int(r["pass_valid"]) and read_int(r["pass_push"]):
+                    e["push"].append(self.cycle)
+                if read_int(r["data_valid"]) and read_int(r["data_ready"]):
+                    e.setdefault("data_take", []).append(self.cycle)
+                if read_int(r["data_r_en"]):
+                    e.setdefault("data_r_en", []).append(self.cycle)
+                # The data FIFO's level and the compactor's room: [cycle, value] at each change.
+                for name, probe in (("level", "data_level"), ("room", "room")):
+                    value, changes = read_int(r[probe]), e.setdefault(name, [])
+                    if not changes or changes[-1][1] != value:
+                        changes.append([self.cycle, value])
             if read_int(h["a_valid"]) and read_int(h["a_ready"]):
+                e["a_beat"].append(self.cycle)
                 if not self._a_open:
                     e["a_first"].append(self.cycle)
                     self._a_open = True
@@ -96,7 +129,9 @@ class _Probe:
     def take(self):
         """The layer's events, in cycles from the first counted cycle (0)."""
         e, self.events = self.events, None
-        return {k: [c - self.first_count for c in v] for k, v in e.items()}
+        start = self.first_count
+        return {k: ([[c - start, value] for c, value in v] if k in ("level", "room")
+                    else [c - start for c in v]) for k, v in e.items()}
 
 
 @cocotb.test(skip="layers" not in test_args())

@@ -125,9 +125,18 @@ def test_parts_add_up_and_modes(t):
                 s = r["per_step"]
                 assert s["b_first"][0] == r["checks"] + r["start"]
                 assert s["c_last"][-1] + 1 + r["drain"] == r["layer_cycles"]
-                assert ((s["b_last"] - s["b_first"]) + 1 == r["b_load"] // r["steps"]).all()
-                assert (s["b_first"][1:] > s["c_last"][:-1]).all()
+                span = s["b_last"] - s["b_first"] + 1
+                if op == 1:     # Wᵀ, three beats in four: a chunk that follows the one
+                    # before in the cadence may take a cycle more
+                    assert set(span) <= {t.b_beats + (t.b_beats - 1) // 3 + e for e in (0, 1)}
+                else:
+                    assert (span == t.b_beats).all()
+                # Two weight sets: chunk s loads once C tile s-2 has left, while tile s-1
+                # computes; a tile's A follows its chunk.
+                assert (s["b_first"][2:] > s["c_last"][:-2]).all()
+                assert (s["b_first"][1:] > s["b_last"][:-1]).all()
                 assert (s["c_last"] > s["a_first"]).all() and (s["a_first"] > s["b_last"]).all()
+                assert r["b_load"] >= span[0] and r["turnaround"] == 0
             assert dense["tiles_dense"] == sparse["tiles_sparse"] == dense["steps"]
             assert {w: dense[w] for w in ("A_WORDS", "B_WORDS", "C_WORDS")} == \
                 {w: sparse[w] for w in ("A_WORDS", "B_WORDS", "C_WORDS")}
@@ -137,36 +146,57 @@ def test_parts_add_up_and_modes(t):
             assert mixed["tiles_sparse"] == -(-dense["steps"] // 2)
 
 
+def _ones_layer(op, M, K, N, t, **kwargs):
+    a = np.ones(golden.operand_shapes(op, M, K, N)[0], bool)
+    return et.layer_cycles(op, a, M, K, N, t, mode=1, **kwargs)
+
+
 def test_dense_step_costs():
-    """At the defaults: a dense forward step is the B load (512), the tile (256 rows x 64 and
-    its fill) and one cycle; OP 1 loads Wᵀ from the transposer (682 cycles for 512 beats);
-    OP 2 starts with the first Xᵀ block's fill (2048 beats), and fills the next one while a
-    tile computes: a B chunk waits for it only after a tile shorter than the fill."""
+    """At the defaults: a dense step after the first costs only its rows at the GEMM's pace
+    (256 rows x 64 passes): its B chunk (OP 1: Wᵀ out of the transposer, 682 cycles for 512
+    beats; OP 2: after the next Xᵀ block's fill) loads into the second weight set while the
+    tile before computes, and its rows follow that tile's without a gap. OP 2 starts with the
+    first Xᵀ block's fill (2048 beats)."""
     t = T_DEFAULT
-    one = {op: et.layer_cycles(op, np.ones(golden.operand_shapes(op, *et.dims(op, 256, 64, 64))[0],
-                                          bool), *et.dims(op, 256, 64, 64), t, mode=1)
-           for op in range(3)}
-    two = {op: et.layer_cycles(op, np.ones(golden.operand_shapes(op, *et.dims(op, 256, 128, 64))[0],
-                                          bool), *et.dims(op, 256, 128, 64), t, mode=1)
-           for op in range(3)}
-    tile = 7 + 7 + compute_bound_cycles([(1 << 64) - 1] * 256, t.gemm)
-    assert two[0]["layer_cycles"] - one[0]["layer_cycles"] == 512 + tile
-    assert two[1]["b_load"] - one[1]["b_load"] == 512 + 511 // 3
-    fill = 64 * 256 // 8
-    assert one[2]["start"] == et.FIRST_AR + t.read_latency + et.READ_SLICE + fill
-    assert one[2]["a_wait"] == two[2]["a_wait"] == 0        # 64 and 128 rows of 64 passes
-    # 8 rows of 64 passes: each B chunk waits for its step's fill, which follows the last one
-    dims = et.dims(2, 256, 8, 64)
-    short = et.layer_cycles(2, np.ones(golden.operand_shapes(2, *dims)[0], bool), *dims, t,
-                            mode=1, per_step=True)
-    steps = short["per_step"]
-    assert (steps["b_first"][1:] - steps["b_last"][:-1] == fill + 1).all()
-    waits = steps["b_first"][1:] - (steps["c_last"][:-1] + 1)   # beyond the turn-around
-    assert (waits > 0).all() and short["a_wait"] == waits.sum()
+    dense = (1 << 64) - 1
+    rows = compute_bound_cycles([dense] * 512, t.gemm) - compute_bound_cycles([dense] * 256,
+                                                                                 t.gemm)
+    assert rows == 256 * 64
     for op in range(3):
+        one = _ones_layer(op, *et.dims(op, 256, 64, 64), t)
+        two = _ones_layer(op, *et.dims(op, 256, 128, 64), t)
+        assert two["layer_cycles"] - one["layer_cycles"] == rows
+        assert two["b_load"] == one["b_load"] == (512 + 511 // 3 if op == 1 else 512)
         # the last row's 32 words from ACC_TO_WRITER cycles after its first C beat (7 before
         # the last), then the last burst's response and the idle check
-        assert one[op]["drain"] == et.ACC_TO_WRITER - 7 + 32 - 1 + et.WRITE_RESPONSE - 1
+        assert one["drain"] == et.ACC_TO_WRITER - 7 + 32 - 1 + et.WRITE_RESPONSE - 1
+    fill = 64 * 256 // 8
+    one = _ones_layer(2, *et.dims(2, 256, 64, 64), t)
+    assert one["start"] == et.FIRST_AR + t.read_latency + et.READ_SLICE + fill
+    # 8 rows of 64 passes a step (Mo = 8, four inner chunks): each step's Xᵀ block fills the
+    # transposer after the chunk before (the R stream's order), and its B chunk follows the
+    # fill: a tile of 8 rows is shorter than a fill, so every step waits for its fill.
+    short = _ones_layer(2, 256, 8, 64, t, per_step=True)
+    steps = short["per_step"]
+    assert short["steps"] == 4
+    assert (steps["b_first"][1:] - steps["b_last"][:-1] == fill + 1).all()
+    assert (steps["a_first"] == steps["b_last"] + 1).all()
+    gemm_rows = compute_bound_cycles([dense] * 8, t.gemm)
+    assert short["a_wait"] > 3 * (fill - gemm_rows)
+
+
+def test_short_forward_tiles_wait_for_their_chunk():
+    """OP 0 tiles of 20 rows at density 0.1 (about 300 cycles each) are shorter than a B load
+    (512): each chunk follows the A tile before it in the R stream, one beat a cycle, and the
+    tile waits for its chunk (b_load counts the waits)."""
+    t = T_DEFAULT
+    a = np.zeros((20, 512), bool)
+    a[:, ::10] = True
+    r = et.layer_cycles(0, a, 20, 512, 64, t, mode=2, per_step=True)
+    s = r["per_step"]
+    assert (s["b_first"][1:] == s["b_last"][:-1] + 20 * 8 + 1).all()
+    assert (s["a_first"][1:] == s["b_last"][1:] + 1 + et.A_QUEUE_LATENCY).all()
+    assert r["b_load"] > 512 + 7 * 100
 
 
 def test_results_fifo_sets_the_pace_at_low_density():
@@ -286,12 +316,21 @@ RTL_LAYERS = {
     # k = 128: 16 beats a row against the output's 15-cycle floor, so sparse rows wait for
     # their input (the model steps every row; its closed form read these 426 and 2778 short).
     "k128": ({"k": 128}, [(0, 256, 512, 64, 0.1, 2), (2, 130, 300, 70, 0.5, 2)]),
+    # The replicated datapath (k_par 2) has one weight set: chunk s waits for C tile s-1, not
+    # s-2 (with two sets the model read these layers 20-30 % short). Dense: sparse layers of
+    # this datapath are within 0.7 % (docs/engine.md, "Cycle model"), above SPARSE_TOLERANCE.
+    "k_par2": (dict(SMALL, k_par=2), [(0, 30, 40, 40, 0.5, 1), (1, 48, 48, 14, 0.2, 1),
+                                      (2, 23, 34, 25, 0.2, 1)]),
 }
-#: Cycles the model may miss by on a dgrad (OP 1) layer: its last A beat into the core sets
-#: when the transposer can take the next Wᵀ chunk, and the model steps the compactor's input
-#: admission from the rows' nonzero counts, not their positions (up to 32 cycles seen on
-#: layers of 20 000 cycles and more: docs/engine.md). Every other layer: exact.
-DGRAD_TOLERANCE = 0.002
+#: How far the model may miss a sparse (MODE 2) layer, as a share of its cycles. Where a
+#: bound follows when the core took an A beat (a B chunk's start behind the A queue, OP 0 and
+#: 1; the transposer's block freed for the next Xᵀ block, OP 2; an input-bound tile's first
+#: beat, k = 128), the model steps the compactor's input admission, exact for dense rows and
+#: within tens of cycles for sparse ones; and where a B row is at most two bus words the
+#: reader's address side, paced by the memory model's request queue, can add a cycle at a
+#: block's start. Up to 0.4 % seen (266 cycles, the k = 128 wgrad layer below; docs/engine.md,
+#: "Cycle model"). Every dense layer: exact.
+SPARSE_TOLERANCE = 0.005
 
 
 @pytest.mark.parametrize("sim", ["verilator"])
@@ -303,8 +342,8 @@ def test_model_matches_rtl(which, sim):
     for row in flow.compare(params, runs):
         what = f"OP {row['op']} MODE {row['mode']} {row['M']}x{row['K']}x{row['N']}"
         assert row["words_error"] == [0, 0, 0], what
-        if row["op"] == 1:
-            assert abs(row["error"]) <= DGRAD_TOLERANCE * row["rtl_cycles"], \
+        if row["mode"] == 2 and params.get("sparse", True):
+            assert abs(row["error"]) <= SPARSE_TOLERANCE * row["rtl_cycles"], \
                 f"{what}: RTL {row['rtl_cycles']}, model {row['model_cycles']}"
         else:
             assert row["error"] == 0, \
