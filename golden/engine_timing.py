@@ -240,32 +240,30 @@ def words(op, M, K, N, t):
     return out
 
 
+def _streamed(op, a_matrix, t):
+    """The streamed operand's nonzeros as the engine's tiles see them: rows of X, dY or Xᵀ
+    (OP 0, 1, 2), the inner dimension zero-padded to whole chunks of ``k``."""
+    x = np.asarray(a_matrix) != 0
+    if op == 2:
+        x = x.T
+    pad = (-x.shape[1]) % t.k
+    return np.pad(x, ((0, 0), (0, pad))) if pad else x
+
+
 def row_nnz(op, a_matrix, t):
     """Nonzeros of every row of every ``A`` block: ``(Mo, ceil(Ki/k))`` counts of the streamed
     operand (X, dY, Xᵀ for OP 0, 1, 2) per row and inner chunk of ``k`` (``a_matrix`` as stored
     at ``A_ADDR``: raw elements or a boolean mask; nonzero = not 0)."""
-    x = np.asarray(a_matrix) != 0
-    if op == 2:
-        x = x.T
-    rows, inner = x.shape
-    pad = (-inner) % t.k
-    if pad:
-        x = np.pad(x, ((0, 0), (0, pad)))
-    return x.reshape(rows, -1, t.k).sum(axis=2, dtype=np.int64)
+    x = _streamed(op, a_matrix, t)
+    return x.reshape(x.shape[0], -1, t.k).sum(axis=2, dtype=np.int64)
 
 
 def row_beat_nnz(op, a_matrix, t):
     """:func:`row_nnz` per input beat: ``(Mo, ceil(Ki/k), k/lanes)`` nonzeros of each beat of
     each row of each ``A`` block (where they are decides when the compactor's data beats are
     made: :func:`accept_time`)."""
-    x = np.asarray(a_matrix) != 0
-    if op == 2:
-        x = x.T
-    rows, inner = x.shape
-    pad = (-inner) % t.k
-    if pad:
-        x = np.pad(x, ((0, 0), (0, pad)))
-    return x.reshape(rows, -1, t.beats_per_row, t.lanes).sum(axis=3, dtype=np.int64)
+    x = _streamed(op, a_matrix, t)
+    return x.reshape(x.shape[0], -1, t.beats_per_row, t.lanes).sum(axis=3, dtype=np.int64)
 
 
 # --- one tile ---------------------------------------------------------------------------------

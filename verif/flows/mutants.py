@@ -958,6 +958,23 @@ NOTES = {
         "(`A_ADDR`'s term); the OR takes bits 31:0.",
     ("engine", "assign _0352_[1] = 1'h0;", "assign _0352_[1] = 1'h1;"):
         "equivalent: bit 1 of a 2-bit wire of which only bit 0 is read.",
+    ("engine@live", "assign _1145_ = _1144_ & _1132_;", "assign _1145_ = _1144_ | _1132_;"):
+        "equivalent in the engine: the compactor's mask slot 6 also written at beats 0 to 5 of "
+        "a row (`beat == 6 | ~row_end` for `beat == 6 & ~row_end`). The slot is read only when "
+        "its row closes, and every row the engine's reader sends has k/lanes = 8 beats (zero "
+        "beats past the matrix), so beat 6 rewrites it before beat 7 closes the row. Rows cut "
+        "short, which the compactor's own campaign sends, would show it.",
+    ("engine@live", "assign \\core.monitor.stats_room  = \\core.monitor.waiting  < 2'h2;",
+     "assign \\core.monitor.stats_room  = \\core.monitor.waiting  <= 2'h2;"):
+        "equivalent in the engine (argued, not proven): the monitor's `stats_room` always "
+        "high, so a tile's last beat never waits for room for its record. In the engine the "
+        "core takes every record the cycle it is offered (`stats.ready` is 1) and a tile is "
+        "at least one row of k/lanes = 8 beats, longer than the statistics pipeline, so at "
+        "most one record is ever outstanding and the room was never short. The monitor's own "
+        "campaign (one-beat tiles, a stalled stats stream) kills it.",
+    ("engine@live", "assign _0218_[17] = 1'h0;", "assign _0218_[17] = 1'h1;"):
+        "equivalent: bit 17 of the rounded row-bytes sum (`desc_n + 7`), of which only bits "
+        "16:3 are read.",
     ("engine@live", "assign _2101_ = _1849_ ? 1'h1 : 1'h0;",
      "assign _2101_ = _1849_ ? 1'h0 : 1'h0;"):
         "not killed, not equivalent: a write to `TABLE_BASE` no longer restarts the per-tile "
