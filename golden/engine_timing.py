@@ -94,7 +94,7 @@ from .gemm import GemmTiming
 __all__ = ["EngineTiming", "CHECK_CYCLES", "FIRST_AR", "READ_SLICE", "TRANSPOSE_TURN",
            "ACC_TO_WRITER", "WRITE_RESPONSE", "LAST_WORD_TO_DONE", "A_QUEUE", "A_QUEUE_LATENCY",
            "dims", "words", "row_nnz", "layer_cycles", "layer_cycles_nnz", "tile_profile",
-           "row_beat_nnz", "accept_time", "last_a_beat", "write_layers", "read_layers"]
+           "row_beat_nnz", "accept_time", "write_layers", "read_layers"]
 
 #: The descriptor checks after START (CHECK_FIELDS, 16 SPAN steps, END, CHECK_REGIONS,
 #: VERDICT; hw/engine.py): ``LAYER_CYCLES`` counts them (it counts every cycle ``BUSY`` is high).
@@ -281,68 +281,18 @@ def tile_profile(nnz, t, *, sparse=True, transposed=False):
     each row's mask taken by the loader, ``c_last`` (tiles,) the last ``C`` beat, ``beats``
     (tiles, rows) the ``C`` beats of each row's last output entry (``n_par/lanes``; an empty
     row's zero token: ``n/lanes``), ``gap`` (tiles, rows) cycles between the last passes of a
-    row's column groups (0 for an empty row: one entry), ``passes`` (tiles,) issue cycles."""
-    g = t.gemm
+    row's column groups (0 for an empty row: one entry), ``passes`` (tiles,) issue cycles.
+    Each tile is the layer model's rows (:func:`_block_rows`, :func:`_run_rows`) from an idle
+    GEMM."""
     nnz = np.atleast_2d(np.asarray(nnz, dtype=np.int64))
-    T, R = nnz.shape
-    L = t.lanes
-    groups = g.col_groups
-    if not sparse:
-        nnz = np.full((T, R), t.k, dtype=np.int64)
-    if g.k_par == 1:
-        per_group = np.maximum(nnz, 1)
-    else:   # replicated datapath: no bank conflicts counted (b_banks = 1)
-        per_group = np.maximum(_cdiv(nnz, g.k_par), 1)
-    passes = np.where(nnz == 0, 1, per_group * groups)
-    load = np.where(nnz == 0, 1, 1 + g.data_gap + _cdiv(nnz, L))
-    beats = np.where(nnz == 0, t.n // L, g.n_par // L)
-    floor_after = g.issue_to_push + 1 + beats          # next credit pass, after this row's
-    if g.fifo_depth > 1:
-        floor_after = np.maximum(beats, _cdiv(floor_after, g.fifo_depth))
-    arrive = _input_times(R, t, transposed) + t.mask_latency
-    X = np.empty((T, R), dtype=np.int64)
-    LS = np.empty((T, R), dtype=np.int64)
-    # The first rows, stepped: loader start (mask taken), load end, first pass, last pass.
-    # The closed form after them holds while every row's credit floor covers the longest load
-    # and the input's cycles a row (the loader and the input then stay ahead of the passes);
-    # where they do not (k/lanes over the floor: k = 128 at 8 lanes, 16 beats a row against
-    # 15), every row is stepped.
-    bpr = t.beats_per_row
-    input_cycles = _cdiv(4 * bpr, 3) if transposed else bpr
-    ahead = int(floor_after.min()) >= max(1 + g.data_gap + bpr, input_cycles)
-    r0 = min(R, START_ROWS) if ahead else R
-    le_prev = np.full(T, -(1 << 40))
-    for i in range(r0):
-        ls = np.full(T, arrive[i])
-        ls = np.maximum(ls, le_prev + 1)
-        if i >= 2:
-            ls = np.maximum(ls, X[:, i - 2] + 1)
-        le = ls + load[:, i] - 1
-        first = le + 1 if i == 0 else np.maximum(le + 1, X[:, i - 1] + 1)
-        if i == 0:
-            credit = np.full(T, -(1 << 40))
-        else:
-            credit = X[:, i - 1] + floor_after[:, i - 1]
-        empty = nnz[:, i] == 0
-        one_group = np.maximum(first + per_group[:, i] - 1, credit)
-        rest = (groups - 1) * np.maximum(per_group[:, i], floor_after[:, i])
-        X[:, i] = np.where(empty, np.maximum(first, credit), one_group + rest)
-        LS[:, i] = ls
-        le_prev = le
-    if R > r0:
-        prev_floor = floor_after[:, r0 - 1:R - 1]
-        first_group = np.maximum(per_group[:, r0:], prev_floor)
-        rest = (groups - 1) * np.maximum(per_group[:, r0:], floor_after[:, r0:])
-        inc = np.where(nnz[:, r0:] == 0, np.maximum(1, prev_floor), first_group + rest)
-        X[:, r0:] = X[:, r0 - 1:r0] + np.cumsum(inc, axis=1)
-        # The loader takes row i's mask as soon as row i-2 has left its slot.
-        LS[:, r0:] = np.maximum(arrive[r0:][None, :], X[:, r0 - 2:R - 2] + 1)
-    c_last = X[:, -1] + g.issue_to_push + beats[:, -1]
-    # A row's column groups end one after another, each its passes or its credit after the
-    # last: group j's last pass is X - (groups-1-j) * gap (an empty row: one entry, gap 0).
-    gap = np.where(nnz == 0, 0, np.maximum(per_group, floor_after))
-    return {"X": X, "load": LS, "c_last": c_last, "beats": beats, "gap": gap,
-            "passes": passes.sum(axis=1)}
+    blocks = [_block_rows(row, t, sparse, transposed) for row in nnz]
+    runs = [_run_rows(rows, 0, _IDLE) for rows in blocks]
+    X = np.array([x for x, _, _ in runs], dtype=np.int64)
+    beats = np.array([rows.beats for rows in blocks], dtype=np.int64)
+    return {"X": X, "load": np.array([ls for _, ls, _ in runs], dtype=np.int64),
+            "c_last": X[:, -1] + t.gemm.issue_to_push + beats[:, -1], "beats": beats,
+            "gap": np.array([rows.gap for rows in blocks], dtype=np.int64),
+            "passes": np.array([rows.passes for rows in blocks], dtype=np.int64)}
 
 
 #: The core's input admission, as the model steps it: ``(write, mask write, read, mask read,
@@ -492,14 +442,6 @@ def _admit(makers, load, t, beat, first_x, ahead, transposed):
     return prev
 
 
-def last_a_beat(nnz, load, t, *, sparse=True, transposed=False):
-    """Cycle (from the tile's first ``A`` beat) the tile's last ``A`` beat enters the core
-    (:func:`accept_time` of its last beat, its rows' nonzeros ``nnz`` taken as spread
-    evenly)."""
-    return accept_time(_makers(nnz, t, sparse), load, t, len(nnz) * t.beats_per_row - 1,
-                       transposed=transposed)
-
-
 def _geometry(op, M, K, N, t):
     Mo, Ki, No = dims(op, M, K, N)
     return Mo, Ki, No, _parts(Mo, t.acc_rows), _parts(Ki, t.k), _parts(No, t.n)
@@ -568,8 +510,8 @@ class _Rows:
 
 
 def _block_rows(nnz, t, sparse, transposed, beat_nnz=None):
-    """:class:`_Rows` of a block whose rows have ``nnz`` nonzeros (golden/gemm.py's rules, as
-    :func:`tile_profile`), and ``beat_nnz`` per input beat if known."""
+    """:class:`_Rows` of a block whose rows have ``nnz`` nonzeros (golden/gemm.py's rules),
+    and ``beat_nnz`` per input beat if known."""
     g = t.gemm
     nnz = np.asarray(nnz, dtype=np.int64)
     R, L, groups = nnz.size, t.lanes, g.col_groups
