@@ -717,7 +717,8 @@ _FIRST_RESET = ("equivalent: the reset value of {} in a scheduler slot's `first`
 #: line after), written by hand after reading the survivors of seed 1. A new survivor (or one
 #: whose Verilog moved) shows as "not yet explained".
 NOTES = {
-    ("engine@twin", "assign _0374_ = 1'h0 ? 32'd4294967295 : \\core.CONFLICT_CYCLES_CONFLICT_CYCLES ;",
+    ("engine@twin",
+     "assign _0374_ = 1'h0 ? 32'd4294967295 : \\core.CONFLICT_CYCLES_CONFLICT_CYCLES ;",
      "assign _0374_ = 1'h0 ? 32'h0 : \\core.CONFLICT_CYCLES_CONFLICT_CYCLES ;"):
         "equivalent: the saturating arm of `CONFLICT_CYCLES`, whose select Yosys folded to "
         "`1'h0` (the broadcast datapath, `k_par` 1, has no weight-bank conflicts, so the "
