@@ -484,7 +484,7 @@ def test_page_and_summary_render_every_table():
     assert "no placed pair" in synth.merit_summary_markdown(_doc(SPARSE))
 
 
-def test_merge_replaces_prunes_and_keeps_old_single_seed_entries(tmp_path):
+def test_merge_replaces_prunes_and_keeps_old_single_seed_entries(tmp_path, capsys):
     legacy = {k: v for k, v in _plain("monitor", {}, 108.1).items()
               if k not in ("seeds", "fmax_min", "fmax_max")}
     gone = dict(legacy, size="lanes=64", changed={"lanes": 64})
@@ -495,6 +495,13 @@ def test_merge_replaces_prunes_and_keeps_old_single_seed_entries(tmp_path):
                                 "runs": [legacy, gone, stale, old_ecp5]}))
     fresh = dict(_plain("monitor", {"lanes": 4}, 130.0), size_index=1)
     doc = synth.merge([fresh], path, tmp_path / "synth.md")
+    # Each dropped entry is one line on stderr with the reason: gone, or which parameters.
+    dropped = capsys.readouterr().err.splitlines()
+    assert [line for line in dropped if "lanes=64" in line] == [
+        f"synth: dropped monitor lanes=64 (ecp5) from {path}: size no longer declared"]
+    assert [line for line in dropped if "(ice40)" in line] == [
+        f"synth: dropped monitor defaults (ice40) from {path}: parameters differ: "
+        f"lanes: {legacy['params']['lanes']} vs 2"]
     sizes = [(r["size"], r["fmax_mhz"]) for r in doc["runs"]]
     assert sizes == [("defaults", 108.1), ("lanes=4", 130.0)]
     assert doc["runs"][0]["seeds"] == [{"seed": 1, "fmax_mhz": 108.1, "critical_path": None}]

@@ -5,6 +5,7 @@ rendered to ``docs/synth.md`` (:func:`markdown`), the summary docs/results.md sh
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from verif.flows import ROOT
@@ -50,8 +51,15 @@ def merge(fresh, json_path=JSON_PATH, markdown_path=MARKDOWN_PATH, freq=TARGET_M
         declared.update(keep or {})
 
         def current(records):
-            return {(r["block"], r["size"], r["family"]): r for r in records
-                    if declared.get((r["block"], r["size"])) == r["params"]}
+            kept = {}
+            for r in records:
+                if declared.get((r["block"], r["size"])) == r["params"]:
+                    kept[(r["block"], r["size"], r["family"])] = r
+                else:   # said, not silent: a parameter added since drops its block's rows
+                    print(f"synth: dropped {r['block']} {r['size']} ({r['family']}) from "
+                          f"{json_path}: {_stale(r, declared.get((r['block'], r['size'])))}",
+                          file=sys.stderr)
+            return kept
 
         runs, failures = current(normalised(doc)["runs"]), current(doc.get("failures", []))
         for r in fresh:
@@ -83,6 +91,17 @@ def merge(fresh, json_path=JSON_PATH, markdown_path=MARKDOWN_PATH, freq=TARGET_M
         if markdown_path:
             Path(markdown_path).write_text(markdown(doc, page=True))
     return doc
+
+
+def _stale(record, declared):
+    """Why a stored entry no longer stands for its size: the size is gone, or the parameters
+    it resolves to now differ (``name: now vs recorded``)."""
+    if declared is None:
+        return "size no longer declared"
+    params = record["params"]
+    return "parameters differ: " + ", ".join(
+        f"{k}: {declared.get(k, 'absent')} vs {params.get(k, 'absent')}"
+        for k in sorted(set(declared) | set(params)) if declared.get(k) != params.get(k))
 
 
 def _fmt_fmax(r):
