@@ -747,24 +747,6 @@ NOTES = {
         "equivalent: the transposer's command word outside the sequencer's state that issues "
         "it (`_0313_`); the queue's write enable is low there too (`w_en = _0313_ ? ... : 0`), "
         "so that word is never written.",
-    ("engine", "assign _0341_ = _0705_ | \\core.TABLE_BASE_written ;",
-     "assign _0341_ = _0705_ & \\core.TABLE_BASE_written ;"):
-        "not equivalent, a gap in the engine's tests: the decision pipeline no longer starts "
-        "again on a write of `CTRL`, `THRESHOLD` or `TABLE_BASE` (docs/core.md). Every test "
-        "writes them while the engine is idle, and the next START (`PASS_START`) and every "
-        "tile's first beat restart it anyway; only a write while BUSY, within the pipeline's "
-        "depth of a tile's start, would give that tile the old verdict (a `TILES_SPARSE` "
-        "count, never a result). A test that writes `MODE` mid-layer and checks the tiles' "
-        "modes would kill it.",
-    ("engine", "assign _0219_[3] = 1'h0;", "assign _0219_[3] = 1'h1;"):
-        "equivalent: bit 3 of a 4-bit wire of the descriptor check's verdict (`OVERLAP` or "
-        "`RANGE`), which Yosys keeps while only bits 2:0 are read.",
-    ("engine", "assign _2301_ = _2299_ & _2300_;", "assign _2301_ = _2299_ | _2300_;"):
-        "equivalent under the engine's schedule: the transposer's `idle` wrongly high while "
-        "a block is held but none fetched. Only DRAIN reads it, after the last step is "
-        "issued, and then a block in the transposer belongs to a step whose accumulator "
-        "command waits for the tile's last `C` beat (`acc_cmds.level`, `acc.idle`), which "
-        "comes after the block's last beat was read out: `quiet` is low either way.",
     ("engine", "assign _0591_ = _0590_[32] ? 32'd4294967295 : _0590_[31:0];",
      "assign _0591_ = _0590_[32] ? 32'h0 : _0590_[31:0];"):
         "equivalent in the engine: `A_ERRORS` counts malformed `A` streams, and the engine's "
@@ -831,14 +813,6 @@ NOTES = {
         "of the GEMM (a step's B chunk loads after the step before has left the GEMM); "
         "coverage agrees: the sequencer's wait on a full queue (`acc_cmds.w_rdy` low in "
         "ISSUE_ACC) is taken in no test.",
-    ("engine", "assign _0508_ = _0507_[32] ? 32'd4294967295 : _0507_[31:0];",
-     "assign _0508_ = _0507_[32] ? 32'h0 : _0507_[31:0];"):
-        "not killed, beyond simulation: `ROWS_EMPTY` saturating at 2**32 - 1 needs over 4e9 "
-        "empty rows (the coverage waiver of the same arm says so). Not equivalent.",
-    ("engine", "assign _0513_ = _0512_[32] ? 32'd4294967295 : _0512_[31:0];",
-     "assign _0513_ = _0512_[32] ? 32'hfffffffe : _0512_[31:0];"):
-        "not killed, beyond simulation: `MACS_SKIPPED` saturating at 2**32 - 1 needs over 4e9 "
-        "skipped MACs (a million empty rows at the defaults). Not equivalent.",
     ("engine", "if (\\core.compactor.grant_fifo.w_port__en )", "if (1'h1)"):
         "equivalent in the engine: the compactor's grant FIFO (4 entries) holds the rows "
         "whose mask has left and whose data has not; the GEMM's row loader takes a row's data "
@@ -858,38 +832,6 @@ NOTES = {
         "every `A` row is k/lanes = 8 beats, so the compactor's admission (`room`) keeps the "
         "row FIFO at most 7 of its 11 inner entries full, and the always-on write only "
         "touches the free entry at the write pointer.",
-    ("engine", "assign _0294_[31:3] = 29'h00000000;", "assign _0294_[31:3] = 29'h1;"):
-        "equivalent: bits 31:3 of `STATUS`'s read word, which Yosys keeps as a wire; the "
-        "register read multiplexer takes only its bits 2:0 (`{29'h00000000, _0294_[2:0]}`).",
-    ("engine", "assign _0560_[16:0] = \\core.desc_n [15:0] + 3'h7;",
-     "assign _0560_[16:0] = \\core.desc_n [15:0] + 3'h6;"):
-        "`B`'s row bytes rounded up to bus words with one too few added: a row one element "
-        "past a word passes with a stride one word short. No refused descriptor had such a "
-        "row. Killed by the new case of `bad_descriptors` (tb_engine.py): `N` one element "
-        "past a word, `B_STRIDE` a word short.",
-    ("engine", "assign _0377_ = \\core.lookup_index  < 9'h100;",
-     "assign _0377_ = \\core.lookup_index  < 9'h101;"):
-        "a tile whose table entry is exactly `table_depth` (one past the table) read entry 0 "
-        "as its own: random layers never had entry 0 valid with such a tile. Killed by the new "
-        "`table_end` (tb_engine.py).",
-    ("engine", "assign _0314_[0] = \\core.write_cmds.inner_level  + 1'h1;",
-     "assign _0314_[0] = \\core.write_cmds.inner_level  - 1'h1;"):
-        "equivalent: the write-command queue's inner level is one bit (a two-entry buffered "
-        "FIFO keeps one entry inside), and one bit plus one is one bit minus one.",
-    ("engine", "assign _2295_ = _2291_ ? _0330_[0] : _2294_;",
-     "assign _2295_ = _2291_ ? _2294_ : _0330_[0];"):
-        "equivalent: the next level of the writer's one-bit `pending` queue; with the arms "
-        "swapped a read gives Yosys' `x` arm (0 in Verilator), which is `level - 1` of a queue "
-        "that holds its one entry, and a write gives `level - 1`, the same bit as `level + 1`.",
-    ("engine", "assign _0510_ = _0509_[32] ? 32'd4294967295 : _0509_[31:0];",
-     "assign _0510_ = _0509_[32] ? 32'h0 : _0509_[31:0];"):
-        "`MACS_DONE` saturating at 0 instead of 2**32 - 1: beyond simulation (over 4e9 MACs) "
-        "until a test wrote the counters through the simulator. Killed by the new "
-        "`counters_saturate` (tb_engine.py): each core counter set to 2**32 - 2 mid-layer.",
-    ("engine", "assign _0512_ = _0511_[32] ? 32'd4294967295 : _0511_[31:0];",
-     "assign _0512_ = _0511_[32] ? 32'hfffffffe : _0511_[31:0];"):
-        "`MACS_SKIPPED` saturating at 2**32 - 2: killed by the new `counters_saturate`, as "
-        "above.",
     ("engine", "if (\\core.writer.lengths.w_port__en )", "if (1'h1)"):
         "the writer's queue of burst lengths (8) written every cycle: harmless unless it is "
         "full while the bursts queued differ in length, and cocotbext-axi's memory takes only "
@@ -897,46 +839,6 @@ NOTES = {
         "(tb_engine.py) now holding W alone, with a memory that takes 16 addresses ahead, on "
         "rows of `max_burst + 4` words (bursts of 16 and 4 beats): `wlast` lands on the wrong "
         "beat.",
-    ("engine", "assign _0329_[0] = \\core.writer.pending.inner_level  + 1'h1;",
-     "assign _0329_[0] = \\core.writer.pending.inner_level  - 1'h1;"):
-        "equivalent: the writer's `pending` queue's inner level is one bit (a two-entry "
-        "buffered FIFO keeps one entry inside), and one bit plus one is one bit minus one.",
-    ("engine", "assign _2002_[32:7] = 26'h0000000;", "assign _2002_[32:7] = 26'h1;"):
-        "equivalent: bits 32:7 of one register's term in the register read's OR of selected "
-        "words (`read_reg_hit`, hw/axil.py); the OR takes only its bits 6:0 "
-        "(`_2001_[31:0] | _2002_[6:0]`): that register is the constant 0x40, 7 bits wide.",
-    ("engine", "assign _1748_ = \\core.reader.out_slice.skid_valid  ? 1'h0 : 1'hx;",
-     "assign _1748_ = \\core.reader.out_slice.skid_valid  ? 1'hx : 1'h0;"):
-        "equivalent: the arms of a multiplexer whose other arm is Yosys' `x` (a don't-care, "
-        "0 in Verilator): swapped, it gives 0 either way, and a synthesis tool may pick 0 "
-        "for the original's `x` as well.",
-    ("engine@twin", "assign _0096_ = & { \\core.gemm.datapath.i_pass__valid , _0035_ };",
-     "assign _0096_ = | { \\core.gemm.datapath.i_pass__valid , _0035_ };"):
-        "equivalent with one column group (n = n_par, the defaults): the enable of the GEMM "
-        "scheduler's column-group counter `c_cg` (pass issued AND a group or row ends) made "
-        "an OR, so the counter is also written when no pass issues; it is written what it "
-        "would be on an issue, 0 at a row's end and `c_cg + 1` at a group's end, and with one "
-        "group every group's end is the row's, so it stays 0. `engine@live` (two groups) is "
-        "where it can be killed.",
-    ("engine@twin", "assign _1048_[32] = 1'h0;", "assign _1048_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
-        "(`B_STRIDE`'s term); the OR takes bits 31:0.",
-    ("engine@twin", "assign _1019_[32] = 1'h0;", "assign _1019_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
-        "(`ZERO_BEATS`' term); the OR takes bits 31:0.",
-    ("engine@twin", "assign _1018_[32] = 1'h0;", "assign _1018_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; "
-        "the OR takes bits 31:0.",
-    ("engine@twin", "assign _0225_[20] = 1'h0;", "assign _0225_[20] = 1'h1;"):
-        "equivalent: bit 20 of a wire of the transposer's read address of which only bits "
-        "5:0 are read.",
-    ("engine@twin", "assign _0555_ = _0286_ ? _0554_ : _0553_;",
-     "assign _0555_ = _0286_ ? _0553_ : _0554_;"):
-        "`mem_error` (a layer's read or write was answered with an error) no longer cleared "
-        "by the START that begins the next layer, and cleared by a START refused while busy "
-        "instead: the tests that run a layer after a memory error (`memory_error`) and START "
-        "while busy (`start_while_busy`) were not in the engine's mutant subset. Killed once "
-        "`memory_error` joined it.",
     ("gemm@live", "assign _0585_[6:0] = rst ? 7'h00 : _0603_;",
      "assign _0585_[6:0] = rst ? 7'h1 : _0603_;"): _FIRST_RESET.format("slot 1's `head`"),
     ("gemm@live", "assign _0582_[30:27] = rst ? 4'h0 : _0643_;",
@@ -952,16 +854,6 @@ NOTES = {
                   "\\core.datapath.loader.ld_wait ;", "assign _0119_ = 1'h0;"):
         "equivalent: `ld_wait ? 0 : ld_wait` is 0 either way (the row loader's wait cycle "
         "always ends after one cycle), so dropping its enable changes nothing.",
-    ("engine@live", "assign _1925_[32:31] = 2'h0;", "assign _1925_[32:31] = 2'h1;"):
-        "equivalent: bits 32:31 of a wire in the register read's OR of selected words, of "
-        "which the OR takes bits 30:0.",
-    ("engine@live", "assign \\core.read_cmds.w_data  = _3465_(139'h"
-                    "00000000000000000000000000000000000, { _0356_, _0373_ }, "
-                    "{ _0687_, _0685_ });",
-     "assign \\core.read_cmds.w_data  = _3465_(139'h1, { _0356_, _0373_ }, "
-     "{ _0687_, _0685_ });"):
-        "equivalent: the read command queue's write data in the sequencer's states other than "
-        "`ISSUE_READ_1` and `ISSUE_READ_2`, where its write enable is low.",
     # The engine with the B loads hidden (two weight sets, the A queue and its slice).
     ("engine", "if (\\core.monitor.stats_fifo.w_port__en )", "if (1'h1)"):
         "equivalent in the engine: the monitor's stats FIFO (2 entries) is read the cycle "
@@ -1005,13 +897,6 @@ NOTES = {
     ("engine@live", "assign _0218_[17] = 1'h0;", "assign _0218_[17] = 1'h1;"):
         "equivalent: bit 17 of the rounded row-bytes sum (`desc_n + 7`), of which only bits "
         "16:3 are read.",
-    ("engine@live", "assign _2101_ = _1849_ ? 1'h1 : 1'h0;",
-     "assign _2101_ = _1849_ ? 1'h0 : 1'h0;"):
-        "not killed, not equivalent: a write to `TABLE_BASE` no longer restarts the per-tile "
-        "decision's pipeline. Every layer's START restarts it anyway, so only a `TABLE_BASE` "
-        "written while a layer runs would show it, and no engine test does that (the stream "
-        "core's testbench does, on the same logic; the engine documents no change of "
-        "`TABLE_BASE` mid-layer).",
 }
 
 
