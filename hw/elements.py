@@ -2,10 +2,10 @@
 small hardware helpers several blocks build from (adder and multiplexer trees)."""
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value
-from amaranth.lib import data
+from amaranth.lib import data, fifo
 
 __all__ = ["is_nonzero", "lanes_layout", "beat_layout", "tree_sum", "staged_tree_sum",
-           "delayed", "lookup", "mux_tree", "log2"]
+           "delayed", "lookup", "mux_tree", "log2", "NO_RW_CHECK", "BlockRamFifo"]
 
 
 def is_nonzero(element: Value, width: int, number_format: str) -> Value:
@@ -187,3 +187,22 @@ def select_onehot(elements, hits, width):
             paired.append(terms[-1])
         terms = paired
     return terms[0]
+
+
+#: Memory attribute telling Yosys that no read meets a write of the same word in one cycle, so
+#: it need not define which word such a read returns. Without it, Yosys's ECP5 mapping puts a
+#: 2:1 LUT after each block RAM data bit (a flip-flop copy of the word written, selected when
+#: the addresses met): the engine's slowest path, block RAM -> that LUT -> ``out_word``.
+NO_RW_CHECK = {"no_rw_check": 1}
+
+
+class BlockRamFifo(fifo.SyncFIFOBuffered):
+    """:class:`amaranth.lib.fifo.SyncFIFOBuffered`, its storage marked :data:`NO_RW_CHECK`: a
+    FIFO reads an entry only while it holds it (``level != 0``) and writes only a free one, so
+    a read and a write never meet on one entry. Nothing else differs (the same Verilog but for
+    the attribute)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.submodules.storage.attrs.update(NO_RW_CHECK)
+        return m

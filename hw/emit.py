@@ -92,12 +92,54 @@ def to_verilog(top, name, *, ports=None):
     named ``\\<name>.<path>``. ``ports``: the top's ports when ``top`` is no component
     (:class:`AxiClockTop`)."""
     text = rtlil.convert(top, name=name, ports=ports, emit_src=False)
-    script = f"read_rtlil <<rtlil\n{text}\nrtlil\n{_YOSYS_PASSES}"
-    verilog = _yosys().run(["-q", "-"], script, ignore_warnings=True)
+    # Written twice to stdout (the builtin Yosys writes no files): without attributes, then
+    # with them, for the memories' promises (:func:`keep_memory_attributes`).
+    script = f"read_rtlil <<rtlil\n{text}\nrtlil\n{_YOSYS_PASSES}write_verilog\n"
+    both = _yosys().run(["-q", "-"], script, ignore_warnings=True)
+    header = both.split("\n", 1)[0]
+    second = both.index(header, len(header))
+    verilog = keep_memory_attributes(both[:second], both[second:])
     modules = module_names(verilog)
     if name not in modules or any(m != name and not m.startswith(f"\\{name}.") for m in modules):
         raise RuntimeError(f"Yosys wrote modules {modules} for top {name!r}")
     return verilog
+
+
+#: Attributes of a memory that the Verilog keeps: they tell a synthesis tool what the design
+#: promises (``no_rw_check``: no read meets a write of the same word in one cycle, see
+#: :data:`spartan_rtl.hw.elements.NO_RW_CHECK`), and simulators ignore them.
+KEPT_MEMORY_ATTRIBUTES = ("no_rw_check",)
+
+_ATTRIBUTE_LINE = re.compile(r"\s*\(\*\s*(\S+)\s*=.*\*\)\s*$")
+
+
+def keep_memory_attributes(verilog, with_attributes):
+    """``verilog`` (written ``-noattr``) with the :data:`KEPT_MEMORY_ATTRIBUTES` of each memory
+    found in ``with_attributes`` (the same design written with every attribute), each on its
+    own line before the memory's declaration: nothing else changes."""
+    lines = with_attributes.split("\n")
+    plain = verilog.split("\n")
+    insert = {}
+    for i, line in enumerate(lines):
+        match = _ATTRIBUTE_LINE.match(line)
+        if not match or match.group(1) not in KEPT_MEMORY_ATTRIBUTES:
+            continue
+        j = i + 1
+        while _ATTRIBUTE_LINE.match(lines[j]):
+            j += 1
+        declaration = lines[j]
+        if not declaration.lstrip().startswith("reg ") or not declaration.rstrip().endswith("];"):
+            raise RuntimeError(f"attribute {match.group(1)} of {declaration.strip()!r}: "
+                               f"not a memory")
+        at = [k for k, other in enumerate(plain) if other == declaration]
+        if len(at) != 1:
+            raise RuntimeError(f"memory {declaration.strip()!r} found {len(at)} times")
+        insert.setdefault(at[0], []).append(line)
+    out = []
+    for k, line in enumerate(plain):
+        out += insert.get(k, [])
+        out.append(line)
+    return "\n".join(out)
 
 
 def _ports(top):

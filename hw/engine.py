@@ -29,7 +29,7 @@ from . import core
 from . import params as P
 from .axil import AxiLiteRegisters, axil_members, forward_ports
 from .block import Block
-from .elements import beat_layout, log2
+from .elements import BlockRamFifo, beat_layout, log2
 from .engine_buffers import Accumulator, Transposer, acc_cmd_layout, transpose_cmd_layout
 from .engine_dma import (
     ADDR_WIDTH,
@@ -433,7 +433,7 @@ class SpartanEngine(wiring.Component):
         m.d.comb += [ahead.eq(b_loaded - c_left),
                      b_allowed.eq(ahead < self._weight_sets), a_allowed.eq(a_sent != b_loaded)]
         L, W = self._p["lanes"], self._p["width"]
-        m.submodules.a_queue = a_queue = fifo.SyncFIFOBuffered(width=L * W + 1, depth=A_QUEUE)
+        m.submodules.a_queue = a_queue = BlockRamFifo(width=L * W + 1, depth=A_QUEUE)
         # The queue's data comes straight from its block RAM's read port: a register slice
         # after it, so the block RAM's clock-to-output and the core's first stage are not one
         # path (13.3 ns, 75 MHz on ECP5 without it).

@@ -8,7 +8,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .elements import beat_layout, log2, mux_tree
+from .elements import NO_RW_CHECK, BlockRamFifo, beat_layout, log2, mux_tree
 
 __all__ = ["Transposer", "Accumulator", "transpose_cmd_layout", "acc_cmd_layout"]
 
@@ -206,10 +206,13 @@ class Accumulator(wiring.Component):
         p = self._p
         L, A = p["lanes"], p["acc_width"]
         depth = p["rows"] * (p["n"] // L)
-        m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[])
+        # A word is read two cycles before its sum is written, and a tile starts only with the
+        # pipeline empty (below), so no read meets the write of the same word.
+        m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[],
+                                          attrs=NO_RW_CHECK)
         rp, wp = sums.read_port(), sums.write_port()
         # ``depth - 1`` entries, and ``out_word`` holds the last (see ``_read_out``).
-        m.submodules.results = results = fifo.SyncFIFOBuffered(width=L * A, depth=depth - 1)
+        m.submodules.results = results = BlockRamFifo(width=L * A, depth=depth - 1)
 
         cmd, c = self.cmd, self.c
         addr = Signal(range(max(depth, 2)))

@@ -38,7 +38,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .. import ecp5
-from ..elements import beat_layout, log2, mux_tree, tree_sum
+from ..elements import NO_RW_CHECK, beat_layout, log2, mux_tree, tree_sum
 from .parts import (
     RowCursor,
     entry_layout,
@@ -202,7 +202,7 @@ class WeightBuffer(wiring.Component):
                 m.d.sync += w_set.eq(~w_set)
         m.submodules.words = words = Memory(shape=unsigned(NP * W),
                                             depth=K * CG if SETS == 1 else 1 << len(self.rd_addr),
-                                            init=[], attrs={"no_rw_check": 1})
+                                            init=[], attrs=NO_RW_CHECK)
         beat = Cat(*[b.payload.data[i] for i in range(L)])
         write_weights(m, words, beat, lanes=L, width=W, beats_per_word=beats_per_word,
                       addr=in_set(b_row * CG + b_cg, w_set, self.rd_addr), enable=write,
