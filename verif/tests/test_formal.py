@@ -51,6 +51,28 @@ def test_compliant_stream_passes(tmp_path):
     assert result["covers"] == {"reached": 1, "total": 1, "last_step": 2}
 
 
+def test_a_step_killed_by_a_signal_runs_once_more(tmp_path, monkeypatch):
+    """A tool that dies of a signal is no verdict: the check runs again, once, and a second
+    death is an ERROR."""
+    from verif.flows.formal import run as formal_run
+    real, calls = formal_run.subprocess.run, []
+
+    def killed_first(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1 or kill_always:
+            return formal_run.subprocess.CompletedProcess(
+                args, 1, "SBY [toy/check_bmc] base: finished (returncode=-7)\n", "")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(formal_run.subprocess, "run", killed_first)
+    kill_always = False
+    assert _run(tmp_path, RegisterSlice(broken=False), depth=4)["status"] == "PASS"
+    assert len(calls) == 2
+    kill_always, calls[:] = True, []
+    assert _run(tmp_path, RegisterSlice(broken=False), depth=4)["status"] == "ERROR"
+    assert len(calls) == 2
+
+
 def test_induction_proves_a_compliant_stream(tmp_path):
     result = _run(tmp_path, RegisterSlice(broken=False), depth=6, prove=2)
     assert result["status"] == "PROVEN" and result["k"] == 2

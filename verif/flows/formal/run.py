@@ -13,6 +13,8 @@ from verif.flows import ROOT, tool_env
 
 BUILD = ROOT / "build" / "formal"
 TIMEOUT_S = 1800
+#: SymbiYosys's line for a step that a signal ended.
+KILLED_STEP = re.compile(r"finished \(returncode=-\d+\)")
 
 
 #: SMT solvers yosys-smtbmc can drive, each from a wheel of the ``formal`` extra. Yices is the
@@ -55,10 +57,16 @@ def run_check(check, depth=None, echo=print, workdir=BUILD, harness=None, solver
         "[engines]", f"smtbmc {solver}", "",
         "[script]", "read_rtlil design.il", *prep, "",
         "[files]", "design.il", ""]))
-    proc = subprocess.run(_sby_command(sby), cwd=work, env=tool_env(venv_first=True),
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    for _ in range(2):
+        proc = subprocess.run(_sby_command(sby), cwd=work, env=tool_env(venv_first=True),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        log = proc.stdout + proc.stderr
+        # A step killed by a signal is no verdict on the design (Yosys under WebAssembly once
+        # died of SIGBUS, returncode -7, on a loaded machine, and passed when run again): once
+        # more, and a second death is an ERROR.
+        if not KILLED_STEP.search(log):
+            break
     seconds = time.monotonic() - started
-    log = proc.stdout + proc.stderr
     (work / "sby.log").write_text(log)
     done = re.search(rf"\[\S*check_{task}\] DONE \((\w+)", log)
     status = {"PASS": "PROVEN" if prove else "PASS", "FAIL": "FAIL",
