@@ -114,32 +114,43 @@ class Transposer(wiring.Component):
         shift_q = Signal(lane_bits, name="shift_q")
         last_q, dest_q = Signal(name="last_q"), Signal(name="dest_q")
         m.d.sync += [shift_q.eq(shift), last_q.eq(final), dest_q.eq(cmd.payload.dest)]
-        bank_words = []
+        # Each bank is two memories, one per block: each word read is registered as it
+        # leaves its memory, and the block is chosen after those registers. Why registered
+        # before the rotation: the block RAMs' clock-to-output and the rotation into a LUT
+        # RAM's write did not fit in one cycle (13.3 ns at 75 MHz). Why one memory a block:
+        # as one memory two blocks deep, a bank took two block RAMs whose outputs Yosys
+        # multiplexed before the register (9.8 ns on ECP5, the twin's slowest path on one
+        # placement); a register that takes a block RAM's word straight can sit in its output
+        # register (docs/synth.md).
+        r_block_q, fetched_block = Signal(name="r_block_q"), Signal(name="fetched_block")
+        fetched_words = []
         for b in range(L):
-            mem = Memory(shape=unsigned(W), depth=2 << block_bits, init=[])
-            m.submodules[f"bank{b}"] = mem
-            wp = mem.write_port()
-            rp = mem.read_port()
             # Write: bank b takes lane (b - row) mod L of the beat.
             lane = (b - self.w_row[:lane_bits])[:lane_bits] if L > 1 else 0
-            m.d.comb += [
-                wp.en.eq(write),
-                wp.addr.eq(Cat((self.w_row * col_words + self.w_beat)[:block_bits], w_block)),
-                wp.data.eq(mux_tree([self.w_data[i] for i in range(L)], lane)
-                           if L > 1 else self.w_data[0]),
-            ]
+            w_data = mux_tree([self.w_data[i] for i in range(L)], lane) if L > 1 else \
+                self.w_data[0]
             # Read: bank b holds row rb*L + ((b - c) mod L) of column c.
             row_in_beat = (b - shift)[:lane_bits] if L > 1 else 0
-            m.d.comb += rp.addr.eq(Cat(((rb * L + row_in_beat) * col_words
-                                        + (col >> log2(L)))[:block_bits], r_block))
-            bank_words.append(rp.data)
-        # Why the words read are registered as they leave the banks, before the rotation: the
-        # block RAMs' clock-to-output and the rotation into a LUT RAM's write did not fit in
-        # one cycle (13.3 ns at 75 MHz).
-        fetched_words = [Signal(W, name=f"fetched_word{b}") for b in range(L)]
+            r_addr = ((rb * L + row_in_beat) * col_words + (col >> log2(L)))[:block_bits]
+            block_words = []
+            for i in range(2):
+                # The read port reads every cycle, but its word counts only for a read
+                # issued from a full block, which is never written (``w_ready``): a word
+                # read while the same word is written is never used.
+                mem = Memory(shape=unsigned(W), depth=1 << block_bits, init=[],
+                             attrs=NO_RW_CHECK)
+                m.submodules[f"bank{b}_block{i}"] = mem
+                wp, rp = mem.write_port(), mem.read_port()
+                m.d.comb += [wp.en.eq(write & (w_block == i)),
+                             wp.addr.eq((self.w_row * col_words + self.w_beat)[:block_bits]),
+                             wp.data.eq(w_data), rp.addr.eq(r_addr)]
+                word = Signal(W, name=f"fetched_word{b}_block{i}")
+                m.d.sync += word.eq(rp.data)
+                block_words.append(word)
+            fetched_words.append(Mux(fetched_block, block_words[1], block_words[0]))
         fetched_shift = Signal(lane_bits, name="fetched_shift")
         fetched_last, fetched_dest = Signal(name="fetched_last"), Signal(name="fetched_dest")
-        m.d.sync += [*(f.eq(w) for f, w in zip(fetched_words, bank_words)),
+        m.d.sync += [r_block_q.eq(r_block), fetched_block.eq(r_block_q),
                      fetched.eq(issued), fetched_shift.eq(shift_q),
                      fetched_last.eq(last_q), fetched_dest.eq(dest_q)]
         word = Cat(*_rotate(fetched_words, fetched_shift), fetched_last, fetched_dest)

@@ -187,16 +187,15 @@ class RegisterSlice(wiring.Component):
         m.d.comb += [self.i.ready.eq(~skid_valid), self.o.valid.eq(main_valid),
                      self.o.payload.eq(main)]
         take = self.i.valid & self.i.ready
-        # The skid register takes the input whenever it is free (what it holds counts only
-        # once ``skid_valid`` is set), so its wide enable does not wait for ``o.ready``.
+        # Neither wide enable waits for ``i.valid``, which comes through the producer's logic
+        # (the reader's position compares, carry chains): the skid register takes the input
+        # whenever it is free, and ``main`` whenever it may move; what each holds counts only
+        # once its valid flag is set.
         with m.If(~skid_valid):
             m.d.sync += skid.eq(self.i.payload)
         with m.If(~main_valid | self.o.ready):
-            with m.If(skid_valid):
-                m.d.sync += [main.eq(skid), skid_valid.eq(0)]
-            with m.Elif(take):
-                m.d.sync += main.eq(self.i.payload)
-            m.d.sync += main_valid.eq(skid_valid | take)
+            m.d.sync += [main.eq(Mux(skid_valid, skid, self.i.payload)), skid_valid.eq(0),
+                         main_valid.eq(skid_valid | take)]
         with m.Elif(take):
             m.d.sync += skid_valid.eq(1)
         return m
@@ -274,7 +273,11 @@ class BlockReader(wiring.Component):
         with m.If(held & took_word):
             m.d.sync += held.eq(0)
         with m.Elif(~held & self.m_axi_rvalid & ~took_word):
-            m.d.sync += [held.eq(1), held_word.eq(port_word)]
+            m.d.sync += held.eq(1)
+        # ``held_word`` follows the port while nothing is held (it counts only once ``held``
+        # is set), so its 67-bit enable is a flip-flop's output, not the data path's ready.
+        with m.If(~held):
+            m.d.sync += held_word.eq(port_word)
         for i in range(L):
             m.d.comb += out.payload.data[i].eq(
                 Mux(in_memory & mask[i], r_word.data[i * W:(i + 1) * W], 0))

@@ -14,8 +14,9 @@ Keys (kind, design, tools, device, seed):
   (the family's values included), tools = the generator's sources and amaranth's version;
   the result is the Verilog's SHA-256, the design of every key below.
 * ``netlist``: tools = :func:`tool_versions`, device = the family (``ecp5``, ``ice40``).
-* ``place``: tools = :func:`tool_versions` and the clock constraint, device = the device's full
-  name (``LFE5U-25F-6``), seed = the placement seed.
+* ``place``: tools = :func:`tool_versions`, the clock constraint and the flow's ``PLACE_FLOW``
+  (what nextpnr reads), device = the device's full name (``LFE5U-25F-6``), seed = the
+  placement seed.
 * ``asic``: the ASIC proxy (Yosys' generic synthesis): tools = Yosys' version, the flow's
   ``FLOW`` and the proxy's script.
 """
@@ -36,7 +37,8 @@ __all__ = ["NETLIST_FIELDS", "PLACE_FIELDS", "ASIC_FIELDS", "synth_flow", "tool_
 NETLIST_FIELDS = ("key", "harness_ffs", "lut", "ff", "bram", "dsp", "lutram", "cells",
                   "yosys_seconds")
 #: ... of ``place_seed``'s (``fits`` False: ``reason`` says why, the figures are None).
-PLACE_FIELDS = ("seed", "fits", "reason", "fmax_mhz", "critical_path", "utilisation", "seconds")
+PLACE_FIELDS = ("seed", "fits", "reason", "fmax_mhz", "critical_path", "utilisation", "seconds",
+                "bram_output_registers")
 #: ... of ``asic_proxy``'s.
 ASIC_FIELDS = ("key", "transistors", "ffs", "cells", "memory_bits", "memories", "tool_seconds")
 
@@ -86,7 +88,9 @@ def netlist_key(verilog_sha256, family, tools):
 def place_key(verilog_sha256, tools, device, seed, freq_mhz):
     """nextpnr's placement of that Verilog's netlist on ``device`` (its full name) with
     ``seed`` under a ``freq_mhz`` clock constraint."""
-    return Key.of("place", verilog_sha256, {**tools, "freq_mhz": freq_mhz}, device, seed)
+    return Key.of("place", verilog_sha256,
+                  {**tools, "freq_mhz": freq_mhz, "place_flow": synth_flow().PLACE_FLOW},
+                  device, seed)
 
 
 def asic_key(verilog_sha256, tools):

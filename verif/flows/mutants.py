@@ -880,12 +880,6 @@ NOTES = {
         "(`A_ADDR`'s term); the OR takes bits 31:0.",
     ("engine", "assign _0352_[1] = 1'h0;", "assign _0352_[1] = 1'h1;"):
         "equivalent: bit 1 of a 2-bit wire of which only bit 0 is read.",
-    ("engine@live", "assign _1145_ = _1144_ & _1132_;", "assign _1145_ = _1144_ | _1132_;"):
-        "equivalent in the engine: the compactor's mask slot 6 also written at beats 0 to 5 of "
-        "a row (`beat == 6 | ~row_end` for `beat == 6 & ~row_end`). The slot is read only when "
-        "its row closes, and every row the engine's reader sends has k/lanes = 8 beats (zero "
-        "beats past the matrix), so beat 6 rewrites it before beat 7 closes the row. Rows cut "
-        "short, which the compactor's own campaign sends, would show it.",
     ("engine@live", "assign \\core.monitor.stats_room  = \\core.monitor.waiting  < 2'h2;",
      "assign \\core.monitor.stats_room  = \\core.monitor.waiting  <= 2'h2;"):
         "equivalent in the engine (argued, not proven): the monitor's `stats_room` always "
@@ -894,9 +888,35 @@ NOTES = {
         "at least one row of k/lanes = 8 beats, longer than the statistics pipeline, so at "
         "most one record is ever outstanding and the room was never short. The monitor's own "
         "campaign (one-beat tiles, a stalled stats stream) kills it.",
-    ("engine@live", "assign _0218_[17] = 1'h0;", "assign _0218_[17] = 1'h1;"):
-        "equivalent: bit 17 of the rounded row-bytes sum (`desc_n + 7`), of which only bits "
-        "16:3 are read.",
+    ("engine@live", "assign _0832_ = _0653_ ? 4'h7 : _0831_;",
+     "assign _0832_ = _0653_ ? 4'h0 : _0831_;"):
+        "`ERR_CODE` 0 instead of 7 (`BUSY`) for a START while a layer runs: the campaign's "
+        "subset did not run `start_while_busy`, which the full regression has. Killed by "
+        "adding it to the engine's `mutant_tests` (tb_engine.py).",
+    ("engine@live", "assign _2089_[31:2] = 30'h00000000;", "assign _2089_[31:2] = 30'h1;"):
+        "equivalent: bits 31:2 of the `STATUS` read word's first OR (`BUSY | DONE << 1`), of "
+        "which only bits 1:0 are read.",
+    ("engine@live", "assign _2123_[32] = 1'h0;", "assign _2123_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
+        "OR takes bits 31:0.",
+    ("engine@live", "assign _2236_ = _1985_ ? 1'h1 : 1'h0;",
+     "assign _2236_ = _1985_ ? 1'h1 : 1'h1;"):
+        "equivalent in what the engine computes: a write to any register, not only "
+        "`TABLE_BASE`, restarts the tile decision's settling countdown (`settle`, "
+        "hw/core.py), which only delays a tile start by up to `DECISION_STAGES` cycles and "
+        "never changes a decision (the countdown exists so that it settles on the current "
+        "inputs). The engine's registers are written between layers, 20 check cycles or more "
+        "before a first tile; the one write during a layer in the tests, `CTRL` in "
+        "start_while_busy, restarts it anyway. A cycle-exact test with a write mid-layer "
+        "would see the delay.",
+    ("engine@live", "assign _1819_ = \\core.monitor.closing_elems_over  ? 17'h1ffff : "
+     "\\core.monitor.closing_elems ;",
+     "assign _1819_ = \\core.monitor.closing_elems_over  ? 17'h1fffe : "
+     "\\core.monitor.closing_elems ;"):
+        "equivalent in the engine: the monitor's element count saturating at 2**17 - 2 "
+        "instead of 2**17 - 1. An engine tile holds at most `acc_rows * k` elements (4096 "
+        "here, 16384 at the defaults), so the count never saturates; the monitor's own "
+        "campaign and its `monitor_saturating` proof reach it.",
 }
 
 

@@ -1437,9 +1437,10 @@ PROFILE = Profile(
     # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
     # one random layer has two row groups (``big``), the row patterns reach every crossbar route
     # and loader position, the refused descriptors every check, the table's end is crossed,
-    # and every register is read. Run by name: ``python -m verif.flows.mutants engine --max 40``.
+    # every register is read, and a START while busy is refused (its ERR_CODE). Run by name:
+    # ``python -m verif.flows.mutants engine --max 40``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
-                   "writes_held", "counters_saturate", "memory_error"],
+                   "writes_held", "counters_saturate", "memory_error", "start_while_busy"],
                   {"layers": 3, "big": True}),
     # Beyond the defaults: the dense-only twin (its own A front, the GEMM's dense-only build),
     # and two column groups with row groups of 64 (several of each in the random layers).

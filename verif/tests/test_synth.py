@@ -553,3 +553,115 @@ def test_harness_wraps_the_block_with_four_pins(tmp_path):
                           cwd=tmp_path, env=toolchain.sim_env(), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "harness.v" not in proc.stdout + proc.stderr, proc.stderr
+
+
+# --------------------------------------------------------------- block RAM output registers
+
+def _ff(d, q, *, ce=None, lsr="0", srmode="LSR_OVER_CE"):
+    """A TRELLIS_FF as Yosys's flattened JSON holds it (``CEMUX`` "1 " when it has no
+    enable, with its trailing space, as synth_ecp5 writes it)."""
+    connections = {"CLK": [2], "DI": [d], "LSR": [lsr], "Q": [q]}
+    if ce is not None:
+        connections["CE"] = [ce]
+    return {"type": "TRELLIS_FF",
+            "parameters": {"CEMUX": "CE" if ce is not None else "1 ", "CLKMUX": "CLK",
+                           "GSR": "DISABLED", "LSRMUX": "LSR", "REGSET": "RESET",
+                           "SRMODE": srmode},
+            "port_directions": {"CLK": "input", "CE": "input", "DI": "input", "LSR": "input",
+                                "Q": "output"},
+            "connections": connections}
+
+
+def _bram_netlist(ffs, *, rstb="0", extra_load=False):
+    """One DP16KD reading two bits (nets 10, 11) into ``ffs`` (a function of the data net and
+    the Q net), its Q nets 20 and 21 into a LUT; ``extra_load``: net 11 also goes to the LUT."""
+    bram = {"type": "DP16KD",
+            "parameters": {"REGMODE_A": "NOREG", "REGMODE_B": "NOREG", "RESETMODE": "SYNC",
+                           "GSR": "DISABLED"},
+            "port_directions": {"CLKA": "input", "CLKB": "input", "RSTA": "input",
+                                "RSTB": "input", "OCEA": "input", "OCEB": "input",
+                                "DOB0": "output", "DOB1": "output", "DOB2": "output"},
+            "connections": {"CLKA": [2], "CLKB": [2], "RSTA": ["0"], "RSTB": [rstb],
+                            "OCEA": ["0"], "OCEB": ["1"], "DOB0": [10], "DOB1": [11],
+                            "DOB2": [12]}}         # DOB2: no load, not a register's
+    lut = {"type": "LUT4", "parameters": {},
+           "port_directions": {"A": "input", "B": "input", "C": "input", "Z": "output"},
+           "connections": {"A": [20], "B": [21], "C": [11 if extra_load else "0"], "Z": [30]}}
+    cells = {"ram": bram, "ff0": ffs(10, 20), "ff1": ffs(11, 21), "lut": lut}
+    return {"modules": {"top": {"ports": {"z": {"direction": "output", "bits": [30]}},
+                                "cells": cells}}}
+
+
+def test_a_register_after_a_block_ram_moves_into_its_output_register():
+    """Both flip-flops take a read bit straight, with one enable (net 5) and one synchronous
+    reset (net 3): they become the DP16KD's output register; their Q nets are its outputs."""
+    netlist = _bram_netlist(lambda d, q: _ff(d, q, ce=5, lsr=3))
+    assert synth.pack_bram_output_registers(netlist, "top") == 2
+    cells = netlist["modules"]["top"]["cells"]
+    ram = cells["ram"]
+    assert set(cells) == {"ram", "lut"}
+    assert (ram["parameters"]["REGMODE_A"], ram["parameters"]["REGMODE_B"]) == ("OUTREG",) * 2
+    assert ram["parameters"]["RESETMODE"] == "SYNC"
+    conn = ram["connections"]
+    assert (conn["DOB0"], conn["DOB1"], conn["DOB2"]) == ([20], [21], [12])
+    assert conn["OCEA"] == conn["OCEB"] == [5] and conn["RSTA"] == conn["RSTB"] == [3]
+
+
+def test_a_register_without_enable_or_reset_moves_too():
+    netlist = _bram_netlist(lambda d, q: _ff(d, q))
+    assert synth.pack_bram_output_registers(netlist, "top") == 2
+    conn = netlist["modules"]["top"]["cells"]["ram"]["connections"]
+    assert conn["OCEB"] == ["1"] and conn["RSTB"] == ["0"]
+
+
+@pytest.mark.parametrize("case", ["other load", "two enables", "asynchronous reset",
+                                  "another read reset", "same read reset, async mode"])
+def test_a_block_ram_whose_registers_differ_from_its_own_stays_as_it_is(case):
+    """Each case would change what the design does, so nothing moves: a read bit that also
+    feeds logic, flip-flops with different enables (one output register has one), an
+    asynchronous reset, a read reset the block RAM has that is not the flip-flops'."""
+    ffs = {"two enables": lambda d, q: _ff(d, q, ce=d),
+           "asynchronous reset": lambda d, q: _ff(d, q, lsr=3, srmode="ASYNC")}.get(
+        case, lambda d, q: _ff(d, q, lsr=3))
+    netlist = _bram_netlist(ffs, extra_load=case == "other load",
+                            rstb={"another read reset": 4,
+                                  "same read reset, async mode": 3}.get(case, "0"))
+    if case == "same read reset, async mode":
+        netlist["modules"]["top"]["cells"]["ram"]["parameters"]["RESETMODE"] = "ASYNC"
+    before = json.dumps(netlist, sort_keys=True)
+    assert synth.pack_bram_output_registers(netlist, "top") == 0
+    assert json.dumps(netlist, sort_keys=True) == before
+
+
+def test_a_read_reset_the_block_ram_shares_with_its_registers_stays():
+    netlist = _bram_netlist(lambda d, q: _ff(d, q, lsr=3), rstb=3)
+    assert synth.pack_bram_output_registers(netlist, "top") == 2
+
+
+def test_ecp5_placements_read_the_packed_netlist_and_ice40_yosys_own(tmp_path):
+    """The family's pass runs on a copy beside Yosys's netlist, which stays as it was."""
+    netlist = _bram_netlist(lambda d, q: _ff(d, q))
+    netlist["modules"] = {synth.HARNESS: netlist["modules"]["top"]}
+    (tmp_path / "netlist.json").write_text(json.dumps(netlist))
+    from verif.flows.synth import tools
+    path, moved = tools._netlist_to_place(tmp_path, synth.FAMILIES["ecp5"])
+    assert (path.name, moved) == ("netlist.placed.json", 2)
+    assert "TRELLIS_FF" not in path.read_text()
+    assert json.loads((tmp_path / "netlist.json").read_text()) == netlist
+    assert tools._netlist_to_place(tmp_path, synth.FAMILIES["ice40"]) == (
+        tmp_path / "netlist.json", 0)
+
+
+def test_rows_placed_before_the_block_ram_registers_moved_are_marked():
+    """An ECP5 row with block RAMs and no count of moved registers was placed by the older
+    flow: marked, with the note under the table; a row with the count, one without block
+    RAMs and an iCE40 row are not."""
+    older = dict(_plain("gemm", {}, 110.0), bram=16)
+    newer = dict(_plain("gemm", {"sparse": False}, 120.0), bram=16, bram_output_registers=512)
+    ice40 = dict(_plain("monitor", {}, 60.0), family="ice40", bram=2, device="iCE40HX8K-CT256")
+    page = synth.markdown(_doc(older, newer, ice40, _plain("monitor", {"lanes": 4}, 150.0)))
+    marked = [line.split(" | ")[1] for line in page.splitlines()
+              if line.startswith("| ") and synth.OLDER_PLACEMENT in line.split(" | ")[1]]
+    assert marked == [f"defaults {synth.OLDER_PLACEMENT}"]
+    assert f"\n{synth.OLDER_PLACEMENT}: placed before the flow moved registers" in page
+    assert synth.OLDER_PLACEMENT not in synth.markdown(_doc(newer, ice40))

@@ -138,7 +138,8 @@ def test_every_job_goes_through_the_executor_into_the_store(dask_client, tools, 
     places = [r for r in stored if r[0] == "place"]
     assert sorted((r[3], r[4]) for r in places) == [("LFE5U-25F-6", 1), ("LFE5U-25F-6", 1),
                                                     ("LFE5U-25F-6", 2), ("LFE5U-25F-6", 2)]
-    assert json.loads(places[0][2]) == {**synth_jobs.tool_versions(), "freq_mhz": 100.0}
+    assert json.loads(places[0][2]) == {**synth_jobs.tool_versions(), "freq_mhz": 100.0,
+                                       "place_flow": synth.PLACE_FLOW}
     sparse_key = synth_jobs.place_key(ecp5_sha, synth_jobs.tool_versions(), "LFE5U-25F-6",
                                       2, 100.0)
     with Store(tmp_path / "store.sqlite") as store:

@@ -37,6 +37,11 @@ What is measured, and how
     harness's flip-flops (one per port bit) are not in them. The harness does take part in
     placement (in the device utilisation and the fit decision) and in timing.
 
+    On ECP5, a flip-flop that takes a DP16KD's read data straight moves into the block RAM's
+    output register before nextpnr (:func:`pack_bram_output_registers`, bram_registers.py): the
+    same register in another site, as vendor synthesis places it and Yosys does not. The FF
+    column counts it still (Yosys's figure); each seed records how many moved.
+
     Fmax is nextpnr's post-route figure for ``clk`` with a clock constraint (``--freq``, default
     :data:`TARGET_MHZ`), from its ``--report`` JSON (the log is the fallback), for each seed;
     the report gives the mean, minimum and maximum over the seeds and the slowest seed's
@@ -84,19 +89,20 @@ Usage: ``python -m verif.flows.synth [BLOCK ...] [--families ice40,ecp5,asic] [-
 [--scheduler tcp://HOST:PORT] [--store PATH] [--retry-failed] [--freq MHZ] [--defaults-only]
 [--set NAME=VALUE ...]``; ``--render-only`` rewrites the page from the JSON.
 
-The package, one module a part: families.py (the FPGA families, their devices, the ASIC
-proxy), sizing.py (the sizes and their twins), harness.py (the register harness), tools.py (the
-tool runs and their caches), parse.py (what the tools wrote), place.py (a size and its twins
-onto a device), merit.py (the figure of merit, the targets), report.py (docs/synth.json and
-docs/synth.md), synthesis.py (a run's jobs on the executor and the store), cli.py (the command
-line). Their names are all here too, as spartan_rtl/synth_jobs.py calls them
-(``synth.yosys_netlist``).
+The package, one module a part: families.py (the FPGA families, their devices, the ASIC proxy),
+bram_registers.py (ECP5's pass before placement), sizing.py (the sizes and their twins),
+harness.py (the register harness), tools.py (the tool runs and their caches), parse.py (what the
+tools wrote), place.py (a size and its twins onto a device), merit.py (the figure of merit, the
+targets), report.py (docs/synth.json and docs/synth.md), synthesis.py (a run's jobs on the
+executor and the store), cli.py (the command line). Their names are all here too, as
+spartan_rtl/synth_jobs.py calls them (``synth.yosys_netlist``).
 """
 
 from __future__ import annotations
 
 from verif.flows import ROOT
 
+from .bram_registers import pack_bram_output_registers
 from .cli import main
 from .families import ASIC, FAMILIES, Device, Family, SynthError
 from .harness import HARNESS, harness_verilog
@@ -129,6 +135,7 @@ from .place import SEEDS, TARGET_MHZ, fmax_stats, normalised, over_capacity, pla
 from .report import (
     JSON_PATH,
     MARKDOWN_PATH,
+    OLDER_PLACEMENT,
     asic_markdown,
     markdown,
     merge,
@@ -144,6 +151,7 @@ from .tools import (
     ASIC_SCRIPT,
     BUILD,
     FLOW,
+    PLACE_FLOW,
     TIMEOUT_S,
     asic_proxy,
     cached_netlist,
@@ -158,15 +166,17 @@ from .tools import _generate as _generate
 # code that uses them: spartan_rtl/synth_jobs.py generates a block's Verilog with _generate,
 # the tests name sizes with _tag and check _lanes_sizes.
 __all__ = [
-    "ROOT", "main", "ASIC", "FAMILIES", "Device", "Family", "SynthError", "HARNESS",
+    "ROOT", "main", "pack_bram_output_registers", "ASIC", "FAMILIES", "Device", "Family",
+    "SynthError", "HARNESS",
     "harness_verilog", "DENSITIES", "DOUBLE_GEMM_MHZ", "FMAX_TARGETS", "MASK_SEED",
     "TARGET_FAMILY", "TILE_ROWS", "asic_merit", "figure_of_merit", "model_cycles",
     "random_masks", "targets", "twin_pairs", "ASIC_CELLS", "asic_stats", "critical_path",
     "fmax_from_log", "fmax_from_report", "memories", "no_fit_reason", "resources",
     "utilisation", "SEEDS", "TARGET_MHZ", "fmax_stats", "normalised", "over_capacity",
-    "place_groups", "JSON_PATH", "MARKDOWN_PATH", "asic_markdown", "markdown", "merge",
+    "place_groups", "JSON_PATH", "MARKDOWN_PATH", "OLDER_PLACEMENT", "asic_markdown",
+    "markdown", "merge",
     "merit_markdown", "merit_summary_markdown", "targets_table", "JOBS", "STORE_PATH", "Build",
     "Synthesis", "run", "family_values", "has_twin", "pair_groups", "pair_key", "sizes",
-    "with_twins", "ASIC_SCRIPT", "BUILD", "FLOW", "TIMEOUT_S", "asic_proxy", "cached_netlist",
-    "netlist_dir", "place_seed", "tool_versions", "yosys_netlist",
+    "with_twins", "ASIC_SCRIPT", "BUILD", "FLOW", "PLACE_FLOW", "TIMEOUT_S", "asic_proxy",
+    "cached_netlist", "netlist_dir", "place_seed", "tool_versions", "yosys_netlist",
 ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .bram_registers import pack_bram_output_registers
+
 ASIC = "asic"                   # the --families name of the ASIC proxy
 
 
@@ -30,6 +32,9 @@ class Family:
     # Parameters this family's builds set wherever a block has them and they are valid: the
     # rows say so (the generic build would measure what these tools cannot pack, not the IP).
     values: tuple = ()
+    # A pass on the flattened netlist before nextpnr, ``(netlist, top) -> flip-flops moved``:
+    # what the family's vendor synthesis packs and Yosys does not.
+    before_place: object = None
 
 
 FAMILIES = {
@@ -50,7 +55,9 @@ FAMILIES = {
         lut={"LUT4": 1, "CCU2C": 2}, ff_prefixes=("TRELLIS_FF",), bram=("DP16KD", "PDPW16KD"),
         dsp=("MULT18X18D", "ALU54B"), lutram=("TRELLIS_DPR16X4",),
         # Yosys does not pack registers into MULT18X18D (docs/gemm.md, "The multipliers").
-        values=(("multiplier", "ecp5"),)),
+        values=(("multiplier", "ecp5"),),
+        # Nor flip-flops into DP16KD output registers (bram_registers.py).
+        before_place=pack_bram_output_registers),
 }
 
 

@@ -57,7 +57,8 @@ def _placed(entry, device, row):
                         for s in row],
                  fmax_mhz=mean, fmax_min=low, fmax_max=high,
                  critical_path=dict(slowest["critical_path"] or {}, seed=slowest["seed"]),
-                 utilisation=row[0]["utilisation"])
+                 utilisation=row[0]["utilisation"],
+                 bram_output_registers=row[0].get("bram_output_registers"))
 
 
 @dataclass

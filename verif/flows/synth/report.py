@@ -154,7 +154,10 @@ def markdown(doc, page=False):
         f"grade 6. LUT on ECP5 counts each CCU2C carry cell as two LUT4s. Parameters in "
         f"brackets are the family's own: ECP5 builds take `multiplier=ecp5` where it applies "
         f"(MULT18X18D slices with their own registers, which Yosys does not pack; "
-        f"docs/gemm.md). Tools: {tools}.", "",
+        f"docs/gemm.md). Nor does Yosys pack a flip-flop that takes a DP16KD's read data "
+        f"straight into the block RAM's output register; the flow does, before nextpnr, as "
+        f"vendor synthesis does (verif/flows/synth/bram_registers.py; the FF column still "
+        f"counts those flip-flops). Tools: {tools}.", "",
         "| block | parameters | device | LUT | FF | BRAM | DSP | LUTRAM | Fmax mean (MHz) | "
         "min | max | seeds | logic use |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -169,14 +172,30 @@ def markdown(doc, page=False):
         timed = r["fits"] and r["fmax_mhz"] is not None
         fmax = _fmt_fmax(r) if r["fits"] else f"does not fit: {r['reason']}"
         low, high = (f"{r['fmax_min']:.1f}", f"{r['fmax_max']:.1f}") if timed else ("", "")
-        lines.append(f"| {r['block']} | {_size_label(r)} | {device} | {r['lut']} | {r['ff']} | "
-                     f"{r['bram']} | {r['dsp']} | {r['lutram']} | {fmax} | {low} | {high} | "
-                     f"{len(r['seeds'])} | {util} |")
+        lines.append(f"| {r['block']} | {_size_label(r)}{_older_placement(r)} | {device} | "
+                     f"{r['lut']} | {r['ff']} | {r['bram']} | {r['dsp']} | {r['lutram']} | "
+                     f"{fmax} | {low} | {high} | {len(r['seeds'])} | {util} |")
+    if any(_older_placement(r) for r in _fpga_runs(doc)):
+        lines += ["", f"{OLDER_PLACEMENT}: placed before the flow moved registers into the "
+                  "block RAMs' output registers (the record has no count of them); a rerun "
+                  "places it again."]
     if page:
         lines += _failures_md(doc) + _critical_paths_md(doc) + merit_markdown(doc)
         lines += asic_markdown(doc)
         lines += ["", "## Targets (issue #12, ECP5, mean over seeds)", "", *targets_table(doc)]
     return "\n".join(lines) + "\n"
+
+
+#: Marks a row whose block RAMs were placed without their output registers (an older flow).
+OLDER_PLACEMENT = "†"
+
+
+def _older_placement(run):
+    """:data:`OLDER_PLACEMENT` for an ECP5 row with block RAMs placed before the flow's
+    ``before_place`` pass (its record has no ``bram_output_registers``), else ``""``."""
+    older = (run["family"] == "ecp5" and run["fits"] and run.get("bram")
+             and run.get("bram_output_registers") is None)
+    return f" {OLDER_PLACEMENT}" if older else ""
 
 
 def _size_label(run):

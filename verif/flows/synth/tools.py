@@ -35,6 +35,9 @@ from .sizing import _tag, family_values
 BUILD = ROOT / "build" / "synth"
 TIMEOUT_S = 3 * 3600
 FLOW = 4                        # bump when the flow changes what a cached result means
+#: The same for placements only: bump when what nextpnr reads changes (a family's
+#: ``before_place`` pass), so that netlists stay cached.
+PLACE_FLOW = 2
 
 #: The ASIC proxy's Yosys script (the package's docstring, "ASIC proxy"); ``{top}`` is the
 #: block's module.
@@ -170,11 +173,27 @@ def yosys_netlist(block, changed, family, build=None):
     return result, work
 
 
+def _netlist_to_place(work, family):
+    """The netlist nextpnr reads, and how many flip-flops the family's ``before_place`` pass
+    moved: Yosys's ``netlist.json`` as it is, or after the pass, written beside it (whole, by
+    a rename: seeds placed at once each write the same file)."""
+    source = work / "netlist.json"
+    if family.before_place is None:
+        return source, 0
+    doc = json.loads(source.read_text())
+    moved = family.before_place(doc, HARNESS)
+    target = work / "netlist.placed.json"
+    partial = work / f"netlist.placed.{os.getpid()}.part"
+    partial.write_text(json.dumps(doc))
+    os.replace(partial, target)
+    return target, moved
+
+
 def place_seed(work, family, device, seed, freq, netlist_key, timeout_s=TIMEOUT_S):
     """nextpnr of ``work/netlist.json`` on ``device`` with placement ``seed``: Fmax and
     critical path, or ``fits=False`` and the reason; cached per seed. A run past
     ``timeout_s`` is a :class:`SynthError` and caches nothing."""
-    key = _key([netlist_key, device.args, freq, seed, FLOW])
+    key = _key([netlist_key, device.args, freq, seed, FLOW, PLACE_FLOW])
     where = work / device.name / f"seed{seed}"
     result = _cached(where / "seed.json", key)
     if result is not None:
@@ -182,13 +201,14 @@ def place_seed(work, family, device, seed, freq, netlist_key, timeout_s=TIMEOUT_
     where.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     log = where / "nextpnr.log"
+    placed_netlist, moved = _netlist_to_place(work, family)
     # Relative: YoWASP tools see the working directory's tree, not absolute host paths.
-    netlist = os.path.relpath(work / "netlist.json", where)
+    netlist = os.path.relpath(placed_netlist, where)
     rc = _run([family.nextpnr, *device.args, "--json", netlist, "--freq", str(freq),
                "--seed", str(seed), "--timing-allow-fail", "--report", "report.json",
                "--log", log.name, "-q"], where / "nextpnr.out", where, timeout_s)
     log_text = (log.read_text() if log.exists() else "") + (where / "nextpnr.out").read_text()
-    result = {"seed": seed, "key": key}
+    result = {"seed": seed, "key": key, "bram_output_registers": moved}
     if rc != 0:
         reason = no_fit_reason(log_text)
         if reason is None:
