@@ -41,7 +41,7 @@ help:
 	@echo "make traces  retrain the digits CNN and rewrite data/traces/ (real activations)"
 	@echo "make mutants fault injection: mutants of the emitted Verilog vs the tests: docs/mutants.md"
 	@echo "             each a job on a Dask LocalCluster of JOBS workers (MUTANTS_ARGS=\"--scheduler tcp://HOST:PORT\"),"
-	@echo "             verdicts kept in build/explore.sqlite (MUTANTS_ARGS=\"engine --max 40\", \"--rerun-survivors\")"
+	@echo "             verdicts kept in build/explore.sqlite (MUTANTS_ARGS=\"engine core\", \"--rerun-survivors\")"
 	@echo "make coverage  Verilator line + toggle coverage of the regression: docs/coverage.md"
 	@echo "make fuzz    property-based fuzzing, long profile (make test runs the fast one)"
 	@echo "make clean   remove generated Verilog and simulation builds (distclean: and .venv)"

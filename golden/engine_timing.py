@@ -107,9 +107,9 @@ READ_SLICE = 1
 #: A block's last beat written into the transposer to its first beat read out.
 TRANSPOSE_TURN = 4
 #: A ``C`` beat's transfer to its first word offered to the writer (the register slice between
-#: the GEMM and the accumulator, the accumulator's two stages, the results FIFO, its output
+#: the GEMM and the accumulator, the accumulator's three stages, the results FIFO, its output
 #: register).
-ACC_TO_WRITER = 6
+ACC_TO_WRITER = 7
 #: The last write's last W beat to ``BUSY`` falling (the response, then the idle check,
 #: registered).
 WRITE_RESPONSE = 5

@@ -335,7 +335,7 @@ def _whole_rows(m, p, regs, a, modes):
     ]
     with m.If(a_take):
         m.d.sync += [first.eq(a.payload.last), row_beat.eq(Mux(row_end, 0, row_beat + 1))]
-    m.d.sync += a_tile.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
+    _count_tiles(m, a_tile, pass_start=pass_start, tile_ends=a_take & a.payload.last)
     mask = stream.Signature(data.StructLayout({"data": K, "last": 1})).create()
     rows = stream.Signature(beat_layout(L, W)).create()
     m.d.comb += [
@@ -373,13 +373,22 @@ def _a_to_compactor(m, a, monitor, compactor, modes, *, threshold, pass_start):
     ]
     a_take = Signal()
     m.d.comb += a_take.eq(a.valid & a.ready)
-    a_tile_next = Signal(32)
-    m.d.comb += a_tile_next.eq(Mux(pass_start, 0, a_tile + (a_take & a.payload.last)))
     with m.If(a_take):
         m.d.sync += first.eq(a.payload.last)
-    m.d.sync += a_tile.eq(a_tile_next)
+    _count_tiles(m, a_tile, pass_start=pass_start, tile_ends=a_take & a.payload.last)
     m.d.comb += [modes.w_en.eq(a_take & first), modes.w_data.eq(sparse_next)]
     return first, sparse_next, decision_ready, a_tile, a_take
+
+
+def _count_tiles(m, a_tile, *, pass_start, tile_ends):
+    """``a_tile``: tiles started in this pass, zeroed by ``PASS_START``. The handshake enables
+    the increment rather than entering the carry chain as its carry in: ``A``'s handshake
+    through the 32-bit adder was the engine's slowest path (11.5 ns on ECP5, 8.2 ns of it
+    routing)."""
+    with m.If(pass_start):
+        m.d.sync += a_tile.eq(0)
+    with m.Elif(tile_ends):
+        m.d.sync += a_tile.eq(a_tile + 1)
 
 
 def _count_width(p):

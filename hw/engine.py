@@ -359,12 +359,20 @@ class SpartanEngine(wiring.Component):
         reader, writer, transposer, acc = self._units(m)
         queues = self._command_queues(m, reader, transposer, acc, writer)
         op = Signal(2)   # the running layer's OP (the register may change while it runs)
-        self._route_beats(m, op, reader.beats, transposer, a=a, b=b, c=c)
+        # ``op == dgrad`` and ``op == wgrad`` as flip-flops, set with ``op`` at START: the beats'
+        # source multiplexers select by them, and ``OP``'s compare in front of the ``A``
+        # operand's was the engine's slowest path (into the core's handshake, 11.5 ns on ECP5).
+        op_dgrad, op_wgrad = Signal(name="op_dgrad"), Signal(name="op_wgrad")
+        self._route_beats(m, reader.beats, transposer, dgrad=op_dgrad, wgrad=op_wgrad,
+                          a=a, b=b, c=c)
         self._write_results(m, c, acc, writer)
 
         status = Status()
         start_accepted = Signal()   # a START while idle: the descriptor is copied, checks begin
         mem_error = self._status_registers(m, f, status, start_accepted, reader, writer)
+        with m.If(start_accepted):
+            m.d.sync += [op_dgrad.eq(f[("OP", "OP")] == OPS["dgrad"]),
+                         op_wgrad.eq(f[("OP", "OP")] == OPS["wgrad"])]
 
         # --- descriptor (copied at START) and its checks --------------------------------------
         d = {name: Signal(32, name=f"desc_{name.lower()}")
@@ -431,9 +439,10 @@ class SpartanEngine(wiring.Component):
                          queue.r_en.eq(port.ready)]
         return read_cmds, transpose_cmds, acc_cmds, write_cmds
 
-    def _route_beats(self, m, op, beats, transposer, *, a, b, c):
+    def _route_beats(self, m, beats, transposer, *, dgrad, wgrad, a, b, c):
         """The reader's ``beats`` to the core (``a``, ``b``) or the transposer, and the
-        transposer's output to the core, by ``op``."""
+        transposer's output to the core, by the running layer's OP (``dgrad``: ``B`` from the
+        transposer; ``wgrad``: ``A`` from it)."""
         t_out = transposer.out
         # Steps run strictly in turn at the core: B chunk s, then A tile s, then C tile s. The
         # GEMM takes B whenever no tile has reached it, but a tile's first rows may still be in
@@ -466,8 +475,8 @@ class SpartanEngine(wiring.Component):
                      a_queue.w_data.eq(Cat(beats.payload.data, beats.payload.last)),
                      a_out.i.valid.eq(a_queue.r_rdy), a_out.i.payload.eq(a_queue.r_data),
                      a_queue.r_en.eq(a_out.i.ready),
-                     a_out.o.ready.eq(a.ready & a_allowed & (op != OPS["wgrad"]))]
-        to_core_a = a_allowed & Mux(op == OPS["wgrad"], t_out.valid & (t_out.payload.dest == 0),
+                     a_out.o.ready.eq(a.ready & a_allowed & ~wgrad)]
+        to_core_a = a_allowed & Mux(wgrad, t_out.valid & (t_out.payload.dest == 0),
                                     a_out.o.valid)
         m.d.comb += [
             transposer.w_valid.eq(beats.valid & (beats.payload.dest == DEST_T)),
@@ -477,12 +486,12 @@ class SpartanEngine(wiring.Component):
                                Mux(beats.payload.dest == DEST_A, a_queue.w_rdy,
                                    b.ready & b_allowed))),
             a.valid.eq(to_core_a),
-            a.payload.data.eq(Mux(op == OPS["wgrad"], t_out.payload.data, a_out.o.payload[:L * W])),
-            a.payload.last.eq(Mux(op == OPS["wgrad"], t_out.payload.last, a_out.o.payload[-1])),
-            b.valid.eq(b_allowed & Mux(op == OPS["dgrad"], t_out.valid & (t_out.payload.dest == 1),
+            a.payload.data.eq(Mux(wgrad, t_out.payload.data, a_out.o.payload[:L * W])),
+            a.payload.last.eq(Mux(wgrad, t_out.payload.last, a_out.o.payload[-1])),
+            b.valid.eq(b_allowed & Mux(dgrad, t_out.valid & (t_out.payload.dest == 1),
                                        beats.valid & (beats.payload.dest == DEST_B))),
-            b.payload.data.eq(Mux(op == OPS["dgrad"], t_out.payload.data, beats.payload.data)),
-            b.payload.last.eq(Mux(op == OPS["dgrad"], t_out.payload.last, beats.payload.last)),
+            b.payload.data.eq(Mux(dgrad, t_out.payload.data, beats.payload.data)),
+            b.payload.last.eq(Mux(dgrad, t_out.payload.last, beats.payload.last)),
             t_out.ready.eq(Mux(t_out.payload.dest, b.ready & b_allowed, a.ready & a_allowed)),
         ]
 

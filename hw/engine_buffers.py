@@ -198,9 +198,15 @@ class Accumulator(wiring.Component):
     the next row group computes its first inner chunks (which use ``sums`` only); only when
     ``results`` is full does a last chunk wait.
 
-    Read, registered, add, write: a word is read two cycles before the sum of an earlier beat
-    to the same word would land only if a tile had fewer than three beats, so a tile starts
-    only with the pipeline empty (two cycles a tile)."""
+    Read, registered, add, registered, write: a word is read three cycles before the sum of
+    an earlier beat to the same word would land only if a tile had fewer than four beats, so a
+    tile starts only with the pipeline empty (three cycles a tile).
+
+    Why the sum is registered before its writes: ``sums``' read data sits in its block RAM's
+    output register (the ECP5 flow packs it, verif/flows/synth/bram_registers.py), so without
+    a register of its own the sum went from one block RAM's output through the route, the
+    adder and the route into another block RAM's input in one cycle (the dense-only twin's
+    slowest path, 12.6 ns on ECP5)."""
 
     def __init__(self, *, lanes, acc_width, rows, n):
         self._p = dict(lanes=lanes, acc_width=acc_width, rows=rows, n=n)
@@ -217,7 +223,7 @@ class Accumulator(wiring.Component):
         p = self._p
         L, A = p["lanes"], p["acc_width"]
         depth = p["rows"] * (p["n"] // L)
-        # A word is read two cycles before its sum is written, and a tile starts only with the
+        # A word is read three cycles before its sum is written, and a tile starts only with the
         # pipeline empty (below), so no read meets the write of the same word.
         m.submodules.sums = sums = Memory(shape=unsigned(L * A), depth=depth, init=[],
                                           attrs=NO_RW_CHECK)
@@ -227,27 +233,30 @@ class Accumulator(wiring.Component):
 
         cmd, c = self.cmd, self.c
         addr = Signal(range(max(depth, 2)))
-        # Stage 1: the beat taken, its word being read; stage 2: the word read, the sum.
+        # Stage 1: the beat taken, its word being read; stage 2: the word read, the sum; stage
+        # 3: the sum, written.
         s1_valid, s2_valid = Signal(name="s1_valid"), Signal(name="s2_valid")
         s1_addr, s2_addr = Signal.like(addr, name="s1_addr"), Signal.like(addr, name="s2_addr")
         s1_data, s2_data = Signal(L * A, name="s1_data"), Signal(L * A, name="s2_data")
         s1_first, s2_first = Signal(name="s1_first"), Signal(name="s2_first")
         s1_last, s2_last = Signal(name="s1_last"), Signal(name="s2_last")
         s2_stored = Signal(L * A)
-        pipeline_empty = ~s1_valid & ~s2_valid
+        s3_valid, s3_last = Signal(name="s3_valid"), Signal(name="s3_last")
+        s3_addr, s3_total = Signal.like(addr, name="s3_addr"), Signal(L * A, name="s3_total")
+        pipeline_empty = ~s1_valid & ~s2_valid & ~s3_valid
         out_valid = self._read_out(m, results)
-        # A last chunk's beat is taken only with room for it and the two ahead in ``results``
+        # A last chunk's beat is taken only with room for it and the three ahead in ``results``
         # and ``out_word``. ``held`` counts those as they come and go: summed from
         # ``results.level`` (whose ready register feeds an adder), the room and ``c.ready``
         # were the dense-only twin's slowest path (12.1 ns on ECP5, into ``c_slice``).
-        held = Signal(range(depth + 1), name="held")   # = s1 + s2 + results + out_word
+        held = Signal(range(depth + 1), name="held")   # = s1 + s2 + s3 + results + out_word
         # ``mid_tile`` is ``addr != 0`` as a flip-flop: the compare through ``c.ready`` into
         # ``c_slice``'s registers was the engine's slowest path next (10.4 ns on ECP5).
         mid_tile = Signal(name="mid_tile")
         m.d.comb += c.ready.eq(cmd.valid & (mid_tile | pipeline_empty)
                                & (~cmd.payload.last | (held < depth)))
         take = c.valid & c.ready
-        m.d.sync += held.eq(held + take - (s2_valid & ~s2_last)
+        m.d.sync += held.eq(held + take - (s3_valid & ~s3_last)
                             - (self.out.valid & self.out.ready))
         m.d.comb += rp.addr.eq(addr)
         with m.If(take):
@@ -262,9 +271,11 @@ class Accumulator(wiring.Component):
                      s2_first.eq(s1_first), s2_last.eq(s1_last), s2_stored.eq(rp.data)]
         total = Cat(*[(Mux(s2_first, 0, s2_stored[i * A:(i + 1) * A]) + s2_data[i * A:(i + 1) * A])
                       [:A] for i in range(L)])
+        m.d.sync += [s3_valid.eq(s2_valid), s3_last.eq(s2_last), s3_addr.eq(s2_addr),
+                     s3_total.eq(total)]
         m.d.comb += [
-            wp.addr.eq(s2_addr), wp.data.eq(total), wp.en.eq(s2_valid & ~s2_last),
-            results.w_en.eq(s2_valid & s2_last), results.w_data.eq(total),
+            wp.addr.eq(s3_addr), wp.data.eq(s3_total), wp.en.eq(s3_valid & ~s3_last),
+            results.w_en.eq(s3_valid & s3_last), results.w_data.eq(s3_total),
             self.idle.eq(pipeline_empty & (results.level == 0) & ~out_valid & ~cmd.valid),
         ]
         return m

@@ -888,32 +888,17 @@ NOTES = {
         "at least one row of k/lanes = 8 beats, longer than the statistics pipeline, so at "
         "most one record is ever outstanding and the room was never short. The monitor's own "
         "campaign (one-beat tiles, a stalled stats stream) kills it.",
-    ("engine@live", "assign _0832_ = _0653_ ? 4'h7 : _0831_;",
-     "assign _0832_ = _0653_ ? 4'h0 : _0831_;"):
-        "`ERR_CODE` 0 instead of 7 (`BUSY`) for a START while a layer runs: the campaign's "
-        "subset did not run `start_while_busy`, which the full regression has. Killed by "
-        "adding it to the engine's `mutant_tests` (tb_engine.py).",
-    ("engine@live", "assign _2089_[31:2] = 30'h00000000;", "assign _2089_[31:2] = 30'h1;"):
-        "equivalent: bits 31:2 of the `STATUS` read word's first OR (`BUSY | DONE << 1`), of "
-        "which only bits 1:0 are read.",
-    ("engine@live", "assign _2123_[32] = 1'h0;", "assign _2123_[32] = 1'h1;"):
+    ("engine@live", "assign _2103_[32] = 1'h0;", "assign _2103_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
+        "(`A_ERRORS` when selected); the OR takes bits 31:0.",
+    ("engine@live", "assign _2138_[32] = 1'h0;", "assign _2138_[32] = 1'h1;"):
         "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
         "OR takes bits 31:0.",
-    ("engine@live", "assign _2236_ = _1985_ ? 1'h1 : 1'h0;",
-     "assign _2236_ = _1985_ ? 1'h1 : 1'h1;"):
-        "equivalent in what the engine computes: a write to any register, not only "
-        "`TABLE_BASE`, restarts the tile decision's settling countdown (`settle`, "
-        "hw/core.py), which only delays a tile start by up to `DECISION_STAGES` cycles and "
-        "never changes a decision (the countdown exists so that it settles on the current "
-        "inputs). The engine's registers are written between layers, 20 check cycles or more "
-        "before a first tile; the one write during a layer in the tests, `CTRL` in "
-        "start_while_busy, restarts it anyway. A cycle-exact test with a write mid-layer "
-        "would see the delay.",
-    ("engine@live", "assign _1819_ = \\core.monitor.closing_elems_over  ? 17'h1ffff : "
-     "\\core.monitor.closing_elems ;",
-     "assign _1819_ = \\core.monitor.closing_elems_over  ? 17'h1fffe : "
-     "\\core.monitor.closing_elems ;"):
-        "equivalent in the engine: the monitor's element count saturating at 2**17 - 2 "
+    ("engine@live", "assign _1831_ = \\core.monitor.closing_nnz_over  ? 17'h1ffff : "
+     "\\core.monitor.closing_nnz ;",
+     "assign _1831_ = \\core.monitor.closing_nnz_over  ? 17'h1fffe : "
+     "\\core.monitor.closing_nnz ;"):
+        "equivalent in the engine: the monitor's nonzero count saturating at 2**17 - 2 "
         "instead of 2**17 - 1. An engine tile holds at most `acc_rows * k` elements (4096 "
         "here, 16384 at the defaults), so the count never saturates; the monitor's own "
         "campaign and its `monitor_saturating` proof reach it.",
@@ -965,8 +950,8 @@ def report(results):
              f"Seed {results['seed']}; wall time {results.get('wall_s', 0) // 60} min "
              f"{results.get('wall_s', 0) % 60} s, the sum of the blocks' (2 mutants at a time, "
              "on a 2-core machine shared with other jobs; `make mutants` runs the blocks with "
-             "mutants in their profile, the core only when named: "
-             "`python -m verif.flows.mutants core --max 6`)."
+             "mutants in their profile, the core and the engine only when named: "
+             "`python -m verif.flows.mutants core engine@live`)."
              + (f" The survivors were run again after tests were added for them "
                 f"(`--rerun-survivors`, {rerun} s)." if rerun else ""), "",
              "| block | Verilog lines | sites | mutants | invalid | killed | survived "
@@ -1044,10 +1029,12 @@ def report(results):
 
 
 def default_blocks():
-    """The campaigns run by default: each block whose profile asks for mutants, at its
-    defaults and its declared configurations."""
+    """The campaigns run by default: each block whose profile asks for mutants and does not
+    wait to be named, at its defaults and its declared configurations."""
     from spartan_rtl.hw.blocks import BLOCKS
-    return [name for b in BLOCKS if profile.of(b).mutants for name in campaign_names(b)]
+    return [name for b in BLOCKS
+            if profile.of(b).mutants and profile.of(b).mutate_by_default
+            for name in campaign_names(b)]
 
 
 def _shown(path):

@@ -40,8 +40,11 @@ class Profile:
     stimulus: Union[tuple[str, dict], None] = ("random_traffic", {})
     #: ``make synth``: parameter sets beyond the defaults; ``None``: half and double ``lanes``.
     synth_sizes: Union[tuple[dict, ...], None] = None
-    #: ``make mutants``: mutants by default (0: only when the block is named).
+    #: ``make mutants``: mutants a campaign of the block draws ...
     mutants: int = 10
+    #: ... and whether ``make mutants`` runs it unnamed (False: only when the block is named,
+    #: with that count all the same).
+    mutate_by_default: bool = True
     #: ... and the regression subset each runs on the default configuration in Verilator:
     #: (cocotb tests, ``None`` for all of them; their arguments).
     mutant_tests: tuple = (None, {})

@@ -638,7 +638,8 @@ PROFILE = Profile(
     # Besides the defaults: the quarter-size array (a larger core takes hours to place and
     # route here).
     synth_sizes=({"k_par": 2, "n_par": 8},),
-    mutants=0,        # the other blocks joined, slowest to build: only when named
+    mutants=6,
+    mutate_by_default=False,    # the other blocks joined, slowest to build: only when named
     mutant_tests=(None, {"tiles": 8, "rows": 3}),
     fuzz_examples=6,
     coverage_waivers=tb_gemm.EMBEDDED_WAIVERS + (

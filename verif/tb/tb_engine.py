@@ -1433,12 +1433,13 @@ PROFILE = Profile(
     stimulus=("random_layers", {"layers": 2, "big": False}),
     # The defaults alone: a place-and-route of the engine on the 45F takes most of an hour here.
     synth_sizes=(),
-    mutants=0,        # the largest block: only when named
+    mutants=40,
+    mutate_by_default=False,    # the largest block: only when named
     # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
     # one random layer has two row groups (``big``), the row patterns reach every crossbar route
     # and loader position, the refused descriptors every check, the table's end is crossed,
     # every register is read, and a START while busy is refused (its ERR_CODE). Run by name:
-    # ``python -m verif.flows.mutants engine --max 40``.
+    # ``python -m verif.flows.mutants engine``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
                    "writes_held", "counters_saturate", "memory_error", "start_while_busy"],
                   {"layers": 3, "big": True}),

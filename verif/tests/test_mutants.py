@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from spartan_rtl import toolchain
+from spartan_rtl.tb import profile
 from verif.flows import mutants
 from verif.tests.helpers import YOSYS_STYLE_MODULE as SAMPLE
 
@@ -109,6 +110,9 @@ def test_declared_configurations_are_campaigns_of_their_own():
     assert mutants.campaign_names("monitor") == ["monitor"]
     assert "gemm@live" in mutants.default_blocks() and "engine@twin" not in \
         mutants.default_blocks()                       # the engine runs only when named
+    # ... and named, with its profile's count (it drew none before: 0 meant "only named")
+    assert {b: profile.of(b).mutants for b in ("core", "engine")} == {"core": 6, "engine": 40}
+    assert not {"core", "engine"} & set(mutants.default_blocks())
     assert mutants.configuration("gemm") == ("gemm", None)
     assert mutants.configuration("engine@twin") == ("engine", {"sparse": False})
     with pytest.raises(ValueError, match="no mutant configuration 'wide'"):

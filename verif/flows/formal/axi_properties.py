@@ -175,7 +175,9 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
     nothing outstanding when ``idle``.
 
     Invariants: :func:`_walker_invariants`; the pending blocks' counts in range and the R
-    side's row and beat within its block (0 and 0 between blocks)."""
+    side's row and beat within its block (0 and 0 between blocks), its ``in_rows`` and
+    ``in_words`` flags the compares of that position with the block's valid rows and words
+    (both set between blocks)."""
     from spartan_rtl.hw.engine_dma import read_cmd_layout
 
     def props(m, dut, h):
@@ -221,6 +223,9 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
         m.d.comb += [
             Assert(Mux(r_rdy, (row < head.rows) & (beat < head.beats), (row == 0) & (beat == 0)),
                    "the R side's position is outside its block"),
+            Assert(Mux(r_rdy, (i["in_rows"] == (row < head.valid_rows))
+                       & (i["in_words"] == (beat < head.words)), i["in_rows"] & i["in_words"]),
+                   "the R side's in-memory flags are not its position's compares"),
             Assert(sum(needed) == owed + i["r_held"] + _to_request(h, rows_max, words_max),
                    "the words the R side needs are not those held, requested and to request"),
         ]
