@@ -86,6 +86,13 @@ def step_position(m, advance, item, items, row, rows, block_end):
             m.d.sync += item.eq(item + 1)
 
 
+def still_below(below, index, bound, *, wraps):
+    """The next value of a flag ``below`` = ``index < bound`` as ``index`` steps: 1 where the
+    step ``wraps`` ``index`` to 0 (a block has at least one of each), else whether ``index + 1``
+    is still below. Kept as a flip-flop, the compare stays off the handshake that steps it."""
+    return wraps | (below & (index + 1 != bound))
+
+
 class BurstWalker(wiring.Component):
     """The address side shared by reads and writes: takes a block (``base``, ``stride``,
     ``rows``, ``words``), issues one request per burst on ``addr``/``len``/``valid``.
@@ -295,10 +302,10 @@ class BlockReader(wiring.Component):
                       pending.r_en)
         with m.If(out.valid & out.ready):
             row_end = beat == block.beats - 1
-            m.d.sync += in_words.eq(row_end | (in_words & (beat + 1 != block.words)))
+            m.d.sync += in_words.eq(still_below(in_words, beat, block.words, wraps=row_end))
             with m.If(row_end):
-                m.d.sync += in_rows.eq((row == block.rows - 1)
-                                       | (in_rows & (row + 1 != block.valid_rows)))
+                m.d.sync += in_rows.eq(still_below(in_rows, row, block.valid_rows,
+                                                   wraps=row == block.rows - 1))
         # Read bursts requested and not yet ended by their ``rlast`` at the port: none when
         # idle (a word still held belongs to a burst that has ended).
         bursts = Signal(16)
@@ -380,7 +387,7 @@ class ResultWriter(wiring.Component):
         step_position(m, advance, word, block.total_words, row, block.rows, pending.r_en)
         with m.If(advance):
             row_end = word == block.total_words - 1
-            m.d.sync += keep.eq(row_end | (keep & (word + 1 != block.words)))
+            m.d.sync += keep.eq(still_below(keep, word, block.words, wraps=row_end))
         m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid
                                  & (outstanding == 0) & (lengths.level == 0))
         return m
