@@ -258,16 +258,17 @@ class LayerWalk:
                             for name in ("mo", "ki", "no")}
 
     def add_starts(self, m):
-        """The loops' starts, registered every cycle. Computed in the cycle the layer starts
-        (and a loop restarts), ``OP``'s multiplexers over ``M``, ``K``, ``N`` and the compare
-        with the loop's size were the dense-only twin's slowest path (``OP`` into
-        ``no_valid``, 11.7 ns on ECP5); the checks run 20 cycles between START and the
-        layer's start, so these have long settled."""
+        """The loops' starts, registered every cycle in two stages: the start itself (``OP``'s
+        multiplexers over ``M``, ``K``, ``N``), then the last flag and valid count from the
+        registered start (the compare with the loop's size). In one stage, ``OP`` through
+        the inner dimension's multiplexer and the 32-bit compare into ``no_start_valid`` was
+        the slowest path of the engine and its twin (9.7-10.8 ns on ECP5). The checks run 20
+        cycles between START and the layer's start, so both stages have long settled."""
         for name, value in (("mo", self._out_rows), ("no", self._out_cols),
                             ("ki", self._inner())):
-            size = self._size[name]
-            m.d.sync += [self.start[name].eq(value), self.start_last[name].eq(value <= size),
-                         self.start_valid[name].eq(Mux(value <= size, value, size))]
+            size, start = self._size[name], self.start[name]
+            m.d.sync += [start.eq(value), self.start_last[name].eq(start <= size),
+                         self.start_valid[name].eq(Mux(start <= size, start, size))]
 
     def _load(self, m, name):
         """``left[name]`` = the loop's start: it (re)starts."""
