@@ -717,36 +717,17 @@ _FIRST_RESET = ("equivalent: the reset value of {} in a scheduler slot's `first`
 #: line after), written by hand after reading the survivors of seed 1. A new survivor (or one
 #: whose Verilog moved) shows as "not yet explained".
 NOTES = {
-    ("engine@twin",
-     "assign _0374_ = 1'h0 ? 32'd4294967295 : \\core.CONFLICT_CYCLES_CONFLICT_CYCLES ;",
-     "assign _0374_ = 1'h0 ? 32'h0 : \\core.CONFLICT_CYCLES_CONFLICT_CYCLES ;"):
-        "equivalent: the saturating arm of `CONFLICT_CYCLES`, whose select Yosys folded to "
-        "`1'h0` (the broadcast datapath, `k_par` 1, has no weight-bank conflicts, so the "
-        "counter never counts): the arm changed is never taken.",
-    ("engine@twin", "assign _0098_ = & { \\core.gemm.datapath.weights.write , _0034_ };",
-     "assign _0098_ = | { \\core.gemm.datapath.weights.write , _0034_ };"):
-        "equivalent at the defaults (one column group, n = n_par): the enable of the weight "
-        "buffer's column-group register `b_cg`, which starts at 0 and whose every next value "
-        "from 0 is 0 (its increment arm is taken only when it is already 1, and the `x` arm, "
-        "selected only while the enable is low, is 0 in the simulator). The GEMM's own "
-        "campaigns with several column groups (gemm@live) kill its mutants.",
-    ("engine@twin", "assign _0380_ = \\core.LAYER_CYCLES_LAYER_CYCLES  == 32'd4294967295;",
-     "assign _0380_ = \\core.LAYER_CYCLES_LAYER_CYCLES  == 32'hfffffffe;"):
-        "`LAYER_CYCLES` saturating one short (2**32 - 2): `counters_saturate` wrote only the "
-        "core's counters. Killed by it now writing the engine's own counters too (`LAYER_CYCLES` "
-        "and the word counters, expected 2**32 - 1 at the end).",
-    ("engine@twin", "assign _0365_ = _0364_[32] ? 32'd4294967295 : _0364_[31:0];",
-     "assign _0365_ = _0364_[32] ? 32'h0 : _0364_[31:0];"):
-        "`TILES_DENSE` saturating at 0: `counters_saturate` ran a one-step layer, so a tiles "
-        "counter set to 2**32 - 2 counted once and never passed 2**32 - 1. Killed by its layer "
-        "now taking three steps (`K = 3k`): the tiles' count (`TILES_DENSE` in the twin, "
-        "`TILES_SPARSE` forced sparse) must read 2**32 - 1.",
-    ("engine@twin", "assign \\core.transpose_cmds.w_data  = _0313_ ? { _0293_, 16'h0008, _0308_ } "
-     ": 33'h000000000;",
-     "assign \\core.transpose_cmds.w_data  = _0313_ ? { _0293_, 16'h0008, _0308_ } : 33'h1;"):
-        "equivalent: the transposer's command word outside the sequencer's state that issues "
-        "it (`_0313_`); the queue's write enable is low there too (`w_en = _0313_ ? ... : 0`), "
-        "so that word is never written.",
+    ("engine@twin", "assign _0233_[32] = 1'h0;", "assign _0233_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
+        "OR takes bits 31:0.",
+    ("engine@twin", "assign _0575_ = \\core.quiet  ? 1'h0 : 1'hx;",
+     "assign _0575_ = \\core.quiet  ? 1'hx : 1'h0;"):
+        "not equivalent, a limit of the campaign's simulator: `STATUS.BUSY`'s next value in "
+        "DRAIN, where its enable is high only when `quiet` is (`_0056_`), so the arm taken is "
+        "`quiet`'s, 0. The mutant moves Yosys's don't-care onto that arm; Verilator gives a "
+        "constant `x` the value 0, so BUSY still falls at the layer's end and no Verilator test "
+        "can tell. A four-state simulator (Icarus; not run by the campaign) would keep the `x`, "
+        "and a synthesis tool may resolve it either way.",
     ("engine", "assign _0591_ = _0590_[32] ? 32'd4294967295 : _0590_[31:0];",
      "assign _0591_ = _0590_[32] ? 32'h0 : _0590_[31:0];"):
         "equivalent in the engine: `A_ERRORS` counts malformed `A` streams, and the engine's "
