@@ -73,17 +73,21 @@ def write_cmd_layout(data_width):
 
 def step_position(m, advance, item, items, row, rows, block_end):
     """On ``advance``, a block's position moves to the next ``item`` of its ``row``, or to the
-    next row after its last item; ``block_end`` (combinational) is set at the block's last."""
+    next row after its last item; ``block_end`` (combinational) is set at the block's last.
+    Returns ``(row_end, last_row)``: the position is its row's last item, the block's last
+    row (for flags stepped with the position)."""
+    row_end, last_row = item == items - 1, row == rows - 1
     with m.If(advance):
-        with m.If(item == items - 1):
+        with m.If(row_end):
             m.d.sync += item.eq(0)
-            with m.If(row == rows - 1):
+            with m.If(last_row):
                 m.d.sync += row.eq(0)
                 m.d.comb += block_end.eq(1)
             with m.Else():
                 m.d.sync += row.eq(row + 1)
         with m.Else():
             m.d.sync += item.eq(item + 1)
+    return row_end, last_row
 
 
 def still_below(below, index, bound, *, wraps):
@@ -282,7 +286,6 @@ class BlockReader(wiring.Component):
             out.valid.eq(pending.r_rdy & (~in_memory | r_valid)),
             took_word.eq(pending.r_rdy & in_memory & out.ready & r_valid),
             out.payload.row.eq(row), out.payload.beat.eq(beat), out.payload.dest.eq(block.dest),
-            out.payload.last.eq((row == block.rows - 1) & (beat == block.beats - 1)),
         ]
         with m.If(held & took_word):
             m.d.sync += held.eq(0)
@@ -298,14 +301,14 @@ class BlockReader(wiring.Component):
         m.d.comb += [self.r_error.eq(took_word & ((r_word.resp != RESP_OKAY) | (r_word.id != 0))),
                      self.words_a.eq(took_word & ~block.operand_b),
                      self.words_b.eq(took_word & block.operand_b)]
-        step_position(m, out.valid & out.ready, beat, block.beats, row, block.rows,
-                      pending.r_en)
+        row_end, last_row = step_position(m, out.valid & out.ready, beat, block.beats, row,
+                                          block.rows, pending.r_en)
+        m.d.comb += out.payload.last.eq(last_row & row_end)
         with m.If(out.valid & out.ready):
-            row_end = beat == block.beats - 1
             m.d.sync += in_words.eq(still_below(in_words, beat, block.words, wraps=row_end))
             with m.If(row_end):
                 m.d.sync += in_rows.eq(still_below(in_rows, row, block.valid_rows,
-                                                   wraps=row == block.rows - 1))
+                                                   wraps=last_row))
         # Read bursts requested and not yet ended by their ``rlast`` at the port: none when
         # idle (a word still held belongs to a burst that has ended).
         bursts = Signal(16)
@@ -384,9 +387,9 @@ class ResultWriter(wiring.Component):
             m.d.sync += in_burst.eq(Mux(burst_end, 0, in_burst + 1))
             m.d.comb += lengths.r_en.eq(burst_end)
         advance = src.valid & src.ready
-        step_position(m, advance, word, block.total_words, row, block.rows, pending.r_en)
+        row_end, _ = step_position(m, advance, word, block.total_words, row, block.rows,
+                                   pending.r_en)
         with m.If(advance):
-            row_end = word == block.total_words - 1
             m.d.sync += keep.eq(still_below(keep, word, block.words, wraps=row_end))
         m.d.comb += self.idle.eq(~walker.busy & (pending.level == 0) & ~cmd.valid
                                  & (outstanding == 0) & (lengths.level == 0))
