@@ -6,7 +6,8 @@ channel, back-pressure on every output channel, AXI4-Lite channels included).
 Checked against golden/core.py: every ``C`` element of every tile, the per-tile mode (from the
 ``TILES_*`` counters after every tile group), every event counter, and the timing counters
 against what the ports show (``BUSY_CYCLES`` exactly, ``CYCLES`` within the bus latency,
-``STALL_CYCLES`` zero with ``C`` always ready).
+``STALL_CYCLES`` zero with ``C`` always ready), and which tiles a register write decides
+(``writes_between_tiles``, against the rule in docs/interfaces.md).
 """
 
 import cocotb
@@ -53,7 +54,9 @@ class CoreTB:
         self.np_rng = np.random.default_rng(cocotb.RANDOM_SEED)
         self.model = CoreModel(dict(self.p))
         self.cycle = 0
-        self.events = {"a_first": [], "c_last": [], "c_beats": 0}  # seen at the ports
+        # Seen at the ports: tile starts and ends, C beats, the first cycle of each write
+        # response (the cycle after the write was accepted).
+        self.events = {"a_first": [], "c_last": [], "c_beats": 0, "b_first": []}
         self.mid = {"a": False, "b": 0, "c": False}
 
     async def start(self, *, idle=0.3, backpressure=0.3, bus_idle=0.3):
@@ -74,7 +77,7 @@ class CoreTB:
         for channel in (self.axil.write_if.b_channel, self.axil.read_if.r_channel):
             channel.set_pause_generator(pauses(self.rng, bus_idle))
         self.model = CoreModel(dict(p))
-        self.events = {"a_first": [], "c_last": [], "c_beats": 0}
+        self.events = {"a_first": [], "c_last": [], "c_beats": 0, "b_first": []}
         cocotb.start_soon(self._watch_ports())
 
     async def _watch_ports(self):
@@ -82,13 +85,18 @@ class CoreTB:
         each stream is in its packet (``self.mid``: A and C part-way through a tile, B the
         beats of the packet so far). A reset puts every stream back between packets."""
         dut = self.dut
+        b_valid = False
         while True:
             await FallingEdge(dut.clk)
             await ReadOnly()
             self.cycle += 1
             if read_int(dut.rst):
                 self.mid = {"a": False, "b": 0, "c": False}
+                b_valid = False
                 continue
+            if read_int(dut.s_axil_bvalid) and not b_valid:
+                self.events["b_first"].append(self.cycle)
+            b_valid = bool(read_int(dut.s_axil_bvalid)) and not read_int(dut.s_axil_bready)
             if read_int(dut.s_axis_a_tvalid) and read_int(dut.s_axis_a_tready):
                 if not self.mid["a"]:
                     self.events["a_first"].append(self.cycle)
@@ -125,7 +133,7 @@ class CoreTB:
                 assert read_int(getattr(dut, name)) == 0, f"{name} high after reset edge {edge + 1}"
         dut.rst.value = 0
         self.model.reset()
-        self.events = {"a_first": [], "c_last": [], "c_beats": 0}
+        self.events = {"a_first": [], "c_last": [], "c_beats": 0, "b_first": []}
 
     def busy_cycles_from_ports(self, since, until):
         """Cycles in (since, until] in which a tile was in flight: after its first A transfer,
@@ -381,6 +389,82 @@ async def forced_modes_and_b_reload(dut):
     await tb.ctrl(mode=0, pass_start=True)
     await tb.run_tiles([tb.random_tile(rows, 0.3) for _ in range(3)])
     await tb.check_counters()
+
+
+@cocotb.test()
+async def writes_between_tiles(dut):
+    """``THRESHOLD``, ``TABLE_BASE`` and ``CTRL.MODE`` written again and again while short
+    tiles stream: each tile is decided by the values in force when its first ``A`` beat is
+    taken, i.e. by every write accepted before that cycle (docs/core.md: a write just before a
+    tile makes the tile wait for the decision). Checked through ``TILES_SPARSE``/
+    ``TILES_DENSE`` against the rule, worked from the first pass's table entries, with the
+    values alternating so that a tile decided on a stale value would be counted on the other
+    side. ``TABLE_BASE`` alternates between the first pass's entries and the table's end (no
+    entry: dense); it runs through all of the decision's stages."""
+    tb = CoreTB(dut)
+    await tb.start()
+    p = tb.p
+    tiles = min(tb.args.get("tiles", 8) * 4, p["table_depth"])
+    await tb.ctrl(mode=0, clear=True, forget=True)
+    await tb.set_threshold(0x80)
+    await tb.load_b()
+    await tb.ctrl(pass_start=True)
+    layer = [tb.random_tile(1, 0.3) for _ in range(tiles)]
+    await tb.run_tiles(layer)
+    entries = [tb.model.table[t] for t in range(tiles)]
+    before = await tb.counters()
+    await tb.ctrl(pass_start=True)
+    state = {"MODE": 0, "THRESHOLD": 0x80, "TABLE_BASE": 0}
+    # (the first cycle a tile may see it, register, value): a write's response rises the
+    # cycle after the write was accepted, the first cycle a tile start must honour it.
+    timeline = [(0, name, value) for name, value in state.items()]
+    streaming = True
+
+    async def keep_writing():
+        while streaming:
+            for _ in range(tb.rng.randrange(0, 6)):
+                await FallingEdge(dut.clk)
+            draw = tb.rng.random()
+            if draw < 0.4:
+                name = "THRESHOLD"
+                state[name] = 0x20 if state[name] != 0x20 else 0xE0   # 12.5 % / 87.5 %
+                await tb.write(name, state[name])
+            elif draw < 0.7:
+                name = "TABLE_BASE"
+                state[name] = p["table_depth"] - state[name]
+                await tb.write(name, state[name])
+            else:
+                name = "MODE"
+                state[name] = tb.rng.choice([m for m in (0, 1, 2) if m != state[name]])
+                await tb.write("CTRL", state[name])
+            timeline.append((tb.events["b_first"][-1], name, state[name]))
+
+    writer = cocotb.start_soon(keep_writing())
+    first = len(tb.events["a_first"])
+    expected_c, _ = await tb.send_tiles(layer)
+    for index, c in enumerate(expected_c):
+        tb.check_c(index, await tb.c.recv(), c)
+    streaming = False
+    await writer
+    starts = tb.events["a_first"][first:first + tiles]
+    sparse = []
+    raced = 0
+    for t, start in enumerate(starts):
+        now = {}
+        for cycle, name, value in timeline:
+            if cycle <= start:
+                now[name] = value
+        raced += any(0 <= start - cycle < 8 for cycle, _, _ in timeline[len(state):])
+        nnz, elems = entries[t]
+        sparse.append(now["MODE"] == 2 or (now["MODE"] == 0 and now["TABLE_BASE"] == 0
+                                           and nnz * 256 <= now["THRESHOLD"] * elems))
+    got = await tb.counters()
+    assert raced > 0, "no tile started within 8 cycles of a write"
+    assert (got["TILES_SPARSE"] - before["TILES_SPARSE"],
+            got["TILES_DENSE"] - before["TILES_DENSE"]) == (sum(sparse), tiles - sum(sparse)), \
+        f"sparse/dense tiles {got['TILES_SPARSE'] - before['TILES_SPARSE']}/" \
+        f"{got['TILES_DENSE'] - before['TILES_DENSE']}, expected {sum(sparse)}/" \
+        f"{tiles - sum(sparse)} ({raced} tiles started within 8 cycles of a write)"
 
 
 @cocotb.test()

@@ -155,6 +155,22 @@ async def edge_tiles(dut):
         flat[tb.np_rng.permutation(256)[:nnz]] = 1
         tb.tile(beats, raw=flat)
         await tb.finish()
+    # Near-ties: there, threshold * elems is a multiple of 256, so a product a few units off
+    # (one more a beat, say) flips no flag. Here it lies just below a multiple of 256: the
+    # tile whose nnz * 256 is that multiple is dense, by at most its beats' count.
+    ties = [(256 - threshold * lanes * beats % 256, beats, threshold)
+            for beats in range(1, 65) for threshold in range(1, 256)
+            if lanes * beats <= tb.max_tile_elems
+            and 0 < 256 - threshold * lanes * beats % 256 <= beats]
+    _, beats, threshold = min(ties)
+    over = threshold * lanes * beats // 256 + 1
+    for nnz in (over, over - 1):
+        tb.fixed_threshold = threshold
+        await FallingEdge(tb.bench.clk)
+        flat = np.zeros(lanes * beats, dtype=np.uint64)
+        flat[tb.np_rng.permutation(lanes * beats)[:nnz]] = 1
+        tb.tile(beats, raw=flat)
+        await tb.finish()
     tb.fixed_threshold = None
 
 

@@ -145,6 +145,14 @@ def _walker_invariants(m, h, *, addr, newest, block_rows, rows_max, words_max, m
     ]
 
 
+def _last_indices_kept(present, block, last_indices):
+    """A pending block's last indices are its counts less one (as it was queued)."""
+    kept = Const(1)
+    for name, count in last_indices.items():
+        kept &= block[name] == (block[count] - 1)[:len(block[name])]
+    return Assert(~present | kept, "a pending block's last indices are not its counts less one")
+
+
 def _to_request(h, rows_max, words_max):
     """Words the walker has still to request for its block: the row's ``left`` and the rows
     after it."""
@@ -178,11 +186,11 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
     side's row and beat within its block (0 and 0 between blocks), its ``in_rows`` and
     ``in_words`` flags the compares of that position with the block's valid rows and words
     (both set between blocks)."""
-    from spartan_rtl.hw.engine_dma import read_cmd_layout
+    from spartan_rtl.hw.engine_dma import READ_LAST_INDICES, read_cmd_layout, walked_layout
 
     def props(m, dut, h):
         i = h.internals
-        layout = read_cmd_layout(lanes)
+        layout = walked_layout(read_cmd_layout(lanes), READ_LAST_INDICES)
         with m.If(dut.cmd.valid):
             c = dut.cmd.payload
             m.d.comb += Assume(_block_counts(c, rows_max, words_max)
@@ -213,10 +221,11 @@ def engine_reader_props(*, lanes, max_burst, bus_bytes, rows_max, words_max):
         head = entries[0][1]
         needed = []
         for n, (present, block) in enumerate(entries):
-            m.d.comb += Assert(~present | (_block_counts(block, rows_max, words_max)
-                                           & (block.valid_rows >= 1)
-                                           & (block.valid_rows <= block.rows)),
-                               "a pending block's counts out of range")
+            m.d.comb += [Assert(~present | (_block_counts(block, rows_max, words_max)
+                                            & (block.valid_rows >= 1)
+                                            & (block.valid_rows <= block.rows)),
+                                "a pending block's counts out of range"),
+                         _last_indices_kept(present, block, READ_LAST_INDICES)]
             at_row, at_beat = (row, beat) if n == 0 else (Const(0, 1), Const(0, 1))
             needed.append(Mux(present, _row_words_left(block.valid_rows, block.words, at_row,
                                                        at_beat, rows_max, words_max), 0))
@@ -272,11 +281,11 @@ def engine_writer_props(*, max_burst, bus_bytes, rows_max, words_max):
     side's row and word within its block; the harness's lengths are the ``lengths`` FIFO's
     entries (its memory rows, :meth:`Internals.row`) and its beat count ``in_burst``; the
     awaited responses are the bursts unfinished plus those finished and not answered."""
-    from spartan_rtl.hw.engine_dma import write_cmd_layout
+    from spartan_rtl.hw.engine_dma import WRITE_LAST_INDICES, walked_layout, write_cmd_layout
 
     def props(m, dut, h):
         i = h.internals
-        layout = write_cmd_layout(8 * bus_bytes)
+        layout = walked_layout(write_cmd_layout(8 * bus_bytes), WRITE_LAST_INDICES)
         with m.If(dut.cmd.valid):
             c = dut.cmd.payload
             m.d.comb += Assume(_block_counts(c, rows_max, words_max, total="total_words")
@@ -318,9 +327,10 @@ def engine_writer_props(*, max_burst, bus_bytes, rows_max, words_max):
         head = pending[0][1]
         to_write = []
         for n, (present, block) in enumerate(pending):
-            m.d.comb += Assert(~present | _block_counts(block, rows_max, words_max,
-                                                        total="total_words"),
-                               "a pending block's counts out of range")
+            m.d.comb += [Assert(~present | _block_counts(block, rows_max, words_max,
+                                                         total="total_words"),
+                                "a pending block's counts out of range"),
+                         _last_indices_kept(present, block, WRITE_LAST_INDICES)]
             at_row, at_word = (row, word) if n == 0 else (Const(0, 1), Const(0, 1))
             to_write.append(Mux(present, _row_words_left(block.rows, block.words, at_row,
                                                          at_word, rows_max, words_max), 0))
