@@ -482,9 +482,9 @@ def _settle_decision(m, p, regs, stats, stats_tile, target, decision_ready, *, f
     and ``decision_ready`` is a register compare: no path runs from a register's value to
     ``s_axis_a_tready`` (with the change detected from the value a cycle late instead, one
     ran from TABLE_BASE through the A handshake to the counters, 55 MHz on ECP5). A record
-    for the entry being read is the one
-    input seen only as it changes; it holds the next tile back for that cycle (records
-    reach an entry being read only late from a previous pass, after PASS_START).
+    for the entry being read is the one input seen only as it changes; it holds the next
+    tile back for that cycle (records reach an entry being read only late from a previous
+    pass, after PASS_START).
     """
     index_w = _table_index_width(p)
     # ``record_hits``: the record now landing is for the entry now being read. Compared a

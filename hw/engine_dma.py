@@ -180,12 +180,13 @@ class BurstWalker(wiring.Component):
         return m
 
 
-def take_block(m, cmd, walker, pending, *, rows, last_indices):
+def take_block(m, cmd, walker, *, rows, last_indices):
     """Accept a block command while the address side is free and the data side has room for
     its copy: the walker starts on the block (``rows`` of its rows touch memory) and the copy
-    (:func:`walked_layout` with ``last_indices``) queues in ``pending`` for the data side,
-    which walks it later."""
+    (:func:`walked_layout` with ``last_indices``) queues in ``pending``, two blocks deep, for
+    the data side, which walks it later. Returns ``pending`` and the copy's layout."""
     layout = walked_layout(cmd.payload.shape(), last_indices)
+    m.submodules.pending = pending = fifo.SyncFIFOBuffered(width=layout.size, depth=2)
     copy = Signal(layout, name="block_copy")
     m.d.comb += copy.as_value()[:cmd.payload.shape().size].eq(cmd.payload.as_value())
     for name, count in last_indices.items():
@@ -197,6 +198,7 @@ def take_block(m, cmd, walker, pending, *, rows, last_indices):
         walker.start.eq(cmd.valid & cmd.ready),
         pending.w_en.eq(cmd.valid & cmd.ready), pending.w_data.eq(copy.as_value()),
     ]
+    return pending, layout
 
 
 def drive_address(m, unit, channel, walker, data_width):
@@ -267,11 +269,9 @@ class BlockReader(wiring.Component):
         m.submodules.walker = walker = BurstWalker(data_width=p["data_width"],
                                                    max_burst=p["max_burst"])
         # The R side's copy of each block the AR side has started (in order).
-        walked = walked_layout(read_cmd_layout(L), READ_LAST_INDICES)
-        m.submodules.pending = pending = fifo.SyncFIFOBuffered(width=walked.size, depth=2)
         cmd = self.cmd
-        take_block(m, cmd, walker, pending, rows=cmd.payload.valid_rows,
-                   last_indices=READ_LAST_INDICES)
+        pending, walked = take_block(m, cmd, walker, rows=cmd.payload.valid_rows,
+                                     last_indices=READ_LAST_INDICES)
         drive_address(m, self, "ar", walker, p["data_width"])
         m.d.comb += [self.m_axi_arvalid.eq(walker.valid), walker.ready.eq(self.m_axi_arready)]
 
@@ -370,13 +370,11 @@ class ResultWriter(wiring.Component):
         p = self._p
         DW, BW = p["data_width"], p["data_width"] // 8
         m.submodules.walker = walker = BurstWalker(data_width=DW, max_burst=p["max_burst"])
-        layout = walked_layout(write_cmd_layout(DW), WRITE_LAST_INDICES)
-        m.submodules.pending = pending = fifo.SyncFIFOBuffered(width=layout.size, depth=2)
+        cmd = self.cmd
+        pending, layout = take_block(m, cmd, walker, rows=cmd.payload.rows,
+                                     last_indices=WRITE_LAST_INDICES)
         # Lengths of the bursts whose AW went out, for the W side's wlast.
         m.submodules.lengths = lengths = fifo.SyncFIFOBuffered(width=9, depth=8)
-        cmd = self.cmd
-        take_block(m, cmd, walker, pending, rows=cmd.payload.rows,
-                   last_indices=WRITE_LAST_INDICES)
         drive_address(m, self, "aw", walker, DW)
         m.d.comb += [
             self.m_axi_awvalid.eq(walker.valid & lengths.w_rdy),

@@ -85,18 +85,18 @@ class CoreTB:
         each stream is in its packet (``self.mid``: A and C part-way through a tile, B the
         beats of the packet so far). A reset puts every stream back between packets."""
         dut = self.dut
-        b_valid = False
+        b_offered = False    # a write response offered last cycle and not taken
         while True:
             await FallingEdge(dut.clk)
             await ReadOnly()
             self.cycle += 1
             if read_int(dut.rst):
                 self.mid = {"a": False, "b": 0, "c": False}
-                b_valid = False
+                b_offered = False
                 continue
-            if read_int(dut.s_axil_bvalid) and not b_valid:
+            if read_int(dut.s_axil_bvalid) and not b_offered:
                 self.events["b_first"].append(self.cycle)
-            b_valid = bool(read_int(dut.s_axil_bvalid)) and not read_int(dut.s_axil_bready)
+            b_offered = bool(read_int(dut.s_axil_bvalid)) and not read_int(dut.s_axil_bready)
             if read_int(dut.s_axis_a_tvalid) and read_int(dut.s_axis_a_tready):
                 if not self.mid["a"]:
                     self.events["a_first"].append(self.cycle)

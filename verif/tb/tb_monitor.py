@@ -147,24 +147,19 @@ async def edge_tiles(dut):
 
     # Boundary: elems = 256 (a multiple of every lane count), nnz = threshold -> sparse,
     # nnz = threshold + 1 -> dense; and the extremes 0 and 255.
-    beats = 256 // lanes
-    for threshold, nnz in ((0, 0), (0, 1), (255, 255), (255, 256), (100, 100), (100, 101)):
-        tb.fixed_threshold = threshold
-        await FallingEdge(tb.bench.clk)
-        flat = np.zeros(256, dtype=np.uint64)
-        flat[tb.np_rng.permutation(256)[:nnz]] = 1
-        tb.tile(beats, raw=flat)
-        await tb.finish()
-    # Near-ties: there, threshold * elems is a multiple of 256, so a product a few units off
-    # (one more a beat, say) flips no flag. Here it lies just below a multiple of 256: the
-    # tile whose nnz * 256 is that multiple is dense, by at most its beats' count.
-    ties = [(256 - threshold * lanes * beats % 256, beats, threshold)
-            for beats in range(1, 65) for threshold in range(1, 256)
-            if lanes * beats <= tb.max_tile_elems
-            and 0 < 256 - threshold * lanes * beats % 256 <= beats]
-    _, beats, threshold = min(ties)
-    over = threshold * lanes * beats // 256 + 1
-    for nnz in (over, over - 1):
+    cases = [(threshold, 256 // lanes, nnz)
+             for threshold, nnz in ((0, 0), (0, 1), (255, 255), (255, 256), (100, 100),
+                                    (100, 101))]
+    # Near-ties: above, threshold * elems is a multiple of 256, so a product a few units off
+    # (one more a beat, say) flips no flag. Here it lies ``gap`` (at most the beats) below a
+    # multiple of 256: the tile whose nnz * 256 is that multiple is dense, one fewer sparse.
+    gap, beats, threshold = min((-(threshold * lanes * beats) % 256, beats, threshold)
+                                for beats in range(1, 65) for threshold in range(1, 256)
+                                if lanes * beats <= tb.max_tile_elems
+                                and 0 < -(threshold * lanes * beats) % 256 <= beats)
+    over = (threshold * lanes * beats + gap) // 256
+    cases += [(threshold, beats, over), (threshold, beats, over - 1)]
+    for threshold, beats, nnz in cases:
         tb.fixed_threshold = threshold
         await FallingEdge(tb.bench.clk)
         flat = np.zeros(lanes * beats, dtype=np.uint64)
