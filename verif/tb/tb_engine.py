@@ -18,16 +18,18 @@ seen, and ``irq`` (never high with ``IRQ_EN`` 0, high while ``DONE`` and ``IRQ_E
 
 Tests: ``registers``, ``random_layers`` (args ``layers``, ``budget`` in cycles per layer,
 ``big``, ``edges``), ``numpy_layers``, ``row_patterns``, ``bad_descriptors``, ``table_end``
-(a tile one entry past the density table), ``writes_held`` (the write channels held until the
-stall reaches the reader), ``start_while_busy``, ``memory_error``, ``reset_mid_layer``,
-``irq``; ``listed_layers`` runs ``args["cases"]``
-(``[OP, M, K, N, density, mode]``) to reproduce a failure. A wrong result leaves
+(a tile one entry past the density table), ``decision_writes_during_layer`` (``THRESHOLD``,
+``TABLE_BASE`` and ``MODE`` written while tiles start), ``writes_held`` (the write channels
+held until the stall reaches the reader), ``start_while_busy``, ``memory_error``,
+``reset_mid_layer``, ``irq``; ``listed_layers`` runs ``args["cases"]`` (``[OP, M, K, N,
+density, mode]``) to reproduce a failure. A wrong result leaves
 ``engine_fail_<cycle>.npz`` (operands, descriptor, memory as filled, expected and read result)
 in the run's directory. Other cocotb tests can run layers from NumPy arrays with
 :func:`run_layer_numpy`."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -1235,6 +1237,105 @@ async def table_end(dut):
         f"the model decided {tb.model.decisions}: the case is not what it tests"
 
 
+@cocotb.test(skip=not _built_sparse())   # the dense-only twin decides nothing
+async def decision_writes_during_layer(dut):
+    """``THRESHOLD``, ``TABLE_BASE`` and ``CTRL.MODE`` (``START`` 0) written again and again
+    while a layer of short tiles runs, the second time its operands are seen (the table holds
+    the first run's entries): each tile is decided, and its ``TILES_BELOW`` verdict taken, on
+    the values in force at its first ``A`` beat into the core, i.e. by every write whose ``B``
+    response was offered by that cycle (the core's rule, docs/interfaces.md "Per-tile
+    decision"; a tile that would start just after a write waits for the decision). Each
+    tile's decision is read at its first beat from the core's ``modes`` FIFO and checked
+    against the rule worked by the model from the first run's entries, then every result,
+    counter and entry as after any layer. The values alternate so that a tile decided on a
+    stale one is decided the other way: ``THRESHOLD`` between 12.5 % and 87.5 % over tiles of
+    density 0.2 to 0.8, ``TABLE_BASE`` between the first run's entries and the table's end (no
+    entry: dense)."""
+    if not _built_sparse():
+        return
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    depth = p["table_depth"]
+    op = tb.rng.randrange(3)
+    chunks = max(1, min(12, depth // 2))         # inner chunks; two column chunks: 2x tiles
+    Mo, Ki, No = tb.rng.randint(1, 3), chunks * p["k"] - tb.rng.randrange(p["k"] // 2), p["n"] + 1
+    operand = np.concatenate([tb.operand((Mo, p["k"]), tb.rng.uniform(0.2, 0.8))
+                              for _ in range(chunks)], axis=1)[:, :Ki]
+    M, K, N = dims_of(op, Mo, Ki, No)
+    a = operand.T.copy() if op == 2 else operand
+    b = tb.operand(golden.operand_shapes(op, M, K, N)[1], 0.9)
+    await tb.ctrl(clear=True, forget=True)
+    await tb.run_layer(op, a, b, mode=0, threshold=0x80, table_base=0)   # the table's entries
+    model = copy.deepcopy(tb.model)
+    handles = internal_handles(dut, ["core.modes.w_en", "core.sparse_next"])
+    tile_starts, b_first = [], []                # (cycle, sparse) per tile; cycles of B offers
+
+    async def watch():
+        cycle, offered = 0, False                # a write response offered and not taken
+        while True:
+            await FallingEdge(dut.clk)
+            await ReadOnly()
+            cycle += 1
+            bvalid = read_int(dut.s_axil_bvalid)
+            if bvalid and not offered:
+                b_first.append(cycle)
+            offered = bool(bvalid) and not read_int(dut.s_axil_bready)
+            if read_int(handles["core.modes.w_en"]):
+                tile_starts.append((cycle, bool(read_int(handles["core.sparse_next"]))))
+
+    watcher = cocotb.start_soon(watch())
+    run = await tb.launch(op, a, b)
+    state = {"MODE": 0, "THRESHOLD": 0x80, "TABLE_BASE": 0}
+    timeline = [(0, name, value) for name, value in state.items()]  # (first cycle, reg, value)
+    deadline = tb.cycle + tb.timeout(run)
+    while len(tile_starts) < run.tiles:
+        assert tb.cycle < deadline, \
+            f"{len(tile_starts)} of {run.tiles} tiles started {tb.timeout(run)} cycles after START"
+        for _ in range(tb.rng.randrange(0, 4)):
+            await FallingEdge(dut.clk)
+        draw = tb.rng.random()
+        if draw < 0.35:
+            name = "THRESHOLD"
+            state[name] = 0x20 if state[name] != 0x20 else 0xE0
+            await tb.write(name, state[name])
+        elif draw < 0.8:
+            name = "TABLE_BASE"
+            state[name] = depth - state[name]
+            await tb.write(name, state[name])
+        else:
+            name = "MODE"
+            state[name] = tb.rng.choice([m for m in (0, 1, 2) if m != state[name]])
+            await tb.write("CTRL", state[name])
+        timeline.append((b_first[-1], name, state[name]))
+    assert len(tile_starts) == run.tiles, \
+        f"{len(tile_starts)} tile starts seen, the layer has {run.tiles} tiles"
+    # The model runs the layer again, each tile on the values in force at its first beat.
+    model.tile, model.err_code, model.done = 0, 0, True
+    expected, raced = [], 0
+    for (start, _), (_, _, block) in zip(tile_starts, golden.tile_blocks(op, run.a, p, M, K, N)):
+        now = {name: value for cycle, name, value in timeline if cycle <= start}
+        model.mode, model.threshold, model.table_base = (now["MODE"], now["THRESHOLD"],
+                                                         now["TABLE_BASE"])
+        expected.append(model.run_block(block))
+        raced += any(0 <= start - cycle < 8 for cycle, _, _ in timeline[len(state):])
+    model.decisions = expected
+    model.mode, model.threshold, model.table_base = (state["MODE"], state["THRESHOLD"],
+                                                     state["TABLE_BASE"])
+    tb.model = model
+    got = [sparse for _, sparse in tile_starts]
+    dut._log.info(f"OP {op}, {run.tiles} tiles, {len(timeline) - len(state)} writes, {raced} "
+                  f"tiles started within 8 cycles of one; sparse {sum(got)}")
+    wrong = [t for t in range(run.tiles) if got[t] != expected[t]]
+    assert not wrong, \
+        (f"tiles {wrong} decided {'sparse' if got[wrong[0]] else 'dense'} (expected the other); "
+         f"tile {wrong[0]} started at cycle {tile_starts[wrong[0]][0]}, the writes just before: "
+         f"{[w for w in timeline if 0 <= tile_starts[wrong[0]][0] - w[0] < 12]}")
+    assert raced > 0, "no tile started within 8 cycles of a write"
+    watcher.cancel()
+    await tb.finish(run)
+
+
 @cocotb.test()
 async def writes_held(dut):
     """W held while a layer of two row groups computes: the first group's results fill the
@@ -1276,16 +1377,21 @@ async def writes_held(dut):
     await tb.finish(run)
 
 
+def internal_handles(dut, names):
+    """Handles of the engine's internal signals ``names`` (as Yosys flattens them: ``core.x``,
+    ``core.modes.w_en``), found by walking the top's signals: the simulators spell an escaped
+    name differently (Verilator keeps the backslash and the closing space)."""
+    found = {h._name.lstrip("\\").rstrip(): h for h in dut}
+    missing = sorted(set(names) - set(found))
+    assert not missing, f"no signal {missing} in the engine's Verilog"
+    return {name: found[name] for name in names}
+
+
 def counter_handles(dut, names):
-    """The registers behind the core's statistics counters ``names`` in the engine's Verilog
-    (``\\core.NAME_NAME``: the field and its register merged by Yosys), for a backdoor write.
-    Found by walking the top's signals: the simulators spell an escaped name differently
-    (Verilator keeps the backslash and the closing space)."""
-    want = {f"core.{name}_{name}": name for name in names}
-    found = {want[h._name.lstrip("\\").rstrip()]: h for h in dut
-             if h._name.lstrip("\\").rstrip() in want}
-    assert len(found) == len(want), f"no register for {sorted(set(names) - set(found))}"
-    return found
+    """The registers behind the core's statistics counters ``names`` (``core.NAME_NAME``: the
+    field and its register merged by Yosys), for a backdoor write."""
+    handles = internal_handles(dut, [f"core.{name}_{name}" for name in names])
+    return {name: handles[f"core.{name}_{name}"] for name in names}
 
 
 @cocotb.test()
@@ -1438,10 +1544,12 @@ PROFILE = Profile(
     # Every loop live at the defaults: the directed layers cross inner chunks and column groups,
     # one random layer has two row groups (``big``), the row patterns reach every crossbar route
     # and loader position, the refused descriptors every check, the table's end is crossed,
-    # every register is read, and a START while busy is refused (its ERR_CODE). Run by name:
+    # every register is read, the decision's registers are written while tiles start, and a
+    # START while busy is refused (its ERR_CODE). Run by name:
     # ``python -m verif.flows.mutants engine``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
-                   "writes_held", "counters_saturate", "memory_error", "start_while_busy"],
+                   "decision_writes_during_layer", "writes_held", "counters_saturate",
+                   "memory_error", "start_while_busy"],
                   {"layers": 3, "big": True}),
     # Beyond the defaults: the dense-only twin (its own A front, the GEMM's dense-only build),
     # and two column groups with row groups of 64 (several of each in the random layers).
