@@ -14,7 +14,9 @@ Faults
       key whatever arrives.
     * A job that raises (a tool error, a tool's time-out): :func:`attempt` catches it on the
       worker and returns the reason, which is stored as a failure; the sweep goes on.
-    * Ctrl-C: the jobs still pending are cancelled; every row already stored is whole.
+    * Ctrl-C: the jobs still pending are cancelled; every row already stored is whole. A
+      LocalCluster's workers ignore SIGINT (the terminal sends it to them too), so the client
+      alone handles it and the workers leave quietly when it closes the cluster.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -88,12 +93,35 @@ def _show_dashboard(client, dashboard, stream):
 
 
 def _local_client(client_class, cluster_class, n_workers, dashboard, stream):
-    local = cluster_class(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                          processes=True, dashboard_address=":8787" if dashboard else None,
-                          silence_logs=logging.ERROR)
+    # The workers are started with SIGINT ignored, a disposition their interpreters keep: a
+    # terminal's Ctrl-C reaches the whole process group, and only this process acts on it (it
+    # cancels the jobs and closes the cluster). Workers that took it would each print a
+    # traceback of their event loop. Their logs are kept to CRITICAL: a job's own failure is
+    # caught by ``attempt`` and stored with its reason, a worker's death reaches its future,
+    # and what a closing cluster logs at ERROR (a heartbeat to a scheduler already gone) is
+    # noise. Dask's warning that 8787 is taken is dropped: the link printed below has the
+    # port it took instead.
+    with _sigint_ignored(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Port 8787 is already in use")
+        local = cluster_class(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                              processes=True, dashboard_address=":8787" if dashboard else ":0",
+                              silence_logs=logging.CRITICAL)
     client = client_class(local)
     _show_dashboard(client, dashboard, stream)
     return client, local
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored while the block runs (from the main thread; elsewhere, as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class LazyLocalClient:

@@ -1,12 +1,17 @@
 """``spartan explore`` (issue 25): the result store's keys, the Dask executor's faults on a
-LocalCluster of 2 workers (a worker killed mid-job, a failing job, a rerun from the store, an
-unreachable scheduler) with cheap fake jobs, and the sweep's ranking and choice with synthesis
+LocalCluster of 2 workers (a worker killed mid-job, a failing job, a rerun from the store, Ctrl-C,
+an unreachable scheduler) with cheap fake jobs, and the sweep's ranking and choice with synthesis
 and placement replaced by stubs. No Yosys, no nextpnr: seconds, beside the cluster's start."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -200,6 +205,49 @@ def test_a_second_run_returns_from_the_store(client, tmp_path):
     assert {k: r.result for k, r in first.items()} == {k: r.result for k, r in second.items()}
     assert [second[j.key].result["double"] for j in sweep] == [0, 2, 4, 6, 8, 10]
     assert all(len(attempts(tmp_path, f"job{i}")) == 1 for i in range(6))
+
+
+def stored_rows(path):
+    """``{(kind, design, tools, device, seed): (status, result, stored)}`` of the SQLite store at
+    ``path``, read-only ({} before the file exists)."""
+    if not path.exists():
+        return {}
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+        return {tuple(row[:5]): row[5:] for row in db.execute(
+            "SELECT kind, design, tools, device, seed, status, result, stored FROM results")}
+
+
+def test_ctrl_c_cancels_the_sweep_and_every_stored_row_is_whole(tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the command's process group: the client and the
+    LocalCluster's 2 workers) while ``spartan explore`` computes its cycle figures: exit 130
+    with ``spartan: interrupted`` and no traceback; the store passes SQLite's integrity check
+    and every row is whole (an ``ok`` row's result parses); a rerun keeps those rows as they
+    were and computes only the rest."""
+    store = tmp_path / "s.sqlite"
+    argv = [sys.executable, "-m", "spartan_rtl.cli", "explore", str(TRACE), "--device",
+            "LFE5U-25F", "--synth", "0", "--workers", "2", "--store", str(store)]
+    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while len(stored_rows(store)) < 3:
+        assert first.poll() is None, f"explore ended uninterrupted: {first.stderr.read()}"
+        assert time.monotonic() < deadline, "no cycle figures stored within 600 s"
+        time.sleep(0.1)
+    os.killpg(first.pid, signal.SIGINT)
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 130, err
+    assert err.splitlines()[-1] == "spartan: interrupted" and "Traceback" not in err, err
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    kept = stored_rows(store)
+    assert all(json.loads(result) is not None for status, result, _ in kept.values()
+               if status == "ok")
+    rerun = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    after = stored_rows(store)
+    assert {key: after[key] for key in kept} == kept, "a row stored before Ctrl-C changed"
+    assert len(after) > len(kept), \
+        f"the interrupted run had stored every row ({len(kept)}): nothing was cut"
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path, capsys):
