@@ -235,12 +235,21 @@ def plot(answer, path, device):
         if best is not None:
             ax.scatter([best.netlist[cost]], [best.steps_per_s], marker="*", s=250,
                        color="tab:red", label=f"best: {best.candidate.label}", zorder=3)
+        points = [p for p in (*fitting, *twins) if p is not best]   # which build each is
+        middle = sum(ax.get_xlim()) / 2
+        for p in points:
+            right = p.netlist[cost] > middle    # written towards the plot's inside
+            ax.annotate(p.candidate.label, (p.netlist[cost], p.steps_per_s), fontsize=6,
+                        xytext=(-4 if right else 4, 4), textcoords="offset points",
+                        ha="right" if right else "left", color="0.3").set_in_layout(False)
         ax.set_xlabel(name)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("training steps / s")
-    axes[0].legend(fontsize=7, loc="lower right")
+    # The legend below the plots: inside, it covered points.
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=len(labels))
     fig.suptitle(f"spartan explore on {device}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     # Whole or not at all: a sweep stopped while drawing leaves no half picture behind.
     staged = f"{path}.partial"
     fig.savefig(staged, dpi=100, format="png")
