@@ -38,6 +38,9 @@ _BRAM_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 3
 _BRAM_BYTE_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 8), (1024, 16), (512, 32))
 #: Memories this shallow or shallower go to distributed RAM or flip-flops, not block RAM.
 _LUTRAM_DEPTH = 32
+#: The engine's ``A`` queue, in beats (hw/engine.py ``A_QUEUE``; the area model does not
+#: import the hardware).
+A_QUEUE = 512
 #: The density table's block RAMs (256 entries of 34 bits, read by the decision and by the
 #: register file: two read ports, two PDPW16KDs).
 _TABLE_BRAMS = 2
@@ -51,19 +54,25 @@ def _brams(depth, width, shapes=_BRAM_SHAPES):
 def memory_brams(p):
     """The block RAMs of the engine's memories at parameters ``p``, each memory's depth and
     width as the hardware sizes it (hw/engine_buffers.py: the accumulator's ``sums`` and its
-    ``results`` FIFO, the transposer's ``lanes`` banks; hw/gemm/: the weights and the loader's
-    beats; the density table of sparse builds), each packed in its best DP16KD shape. Checked
+    ``results`` FIFO, the transposer's ``lanes`` banks of each of its two blocks; hw/engine.py:
+    the ``A`` queue; hw/gemm/: the weights and the loader's beats; the density table of sparse
+    builds), each packed in its best DP16KD shape. Checked
     against Yosys' netlists memory by memory (docs/explore.md); what it misses the fit's
     constant takes."""
     L, A, W, K, N, MT = (p[x] for x in ("lanes", "acc_width", "width", "k", "n", "acc_rows"))
     rows = MT * N // L
     total = _brams(rows, L * A) + _brams(rows - 2, L * A)
+    # The transposer: two blocks (one filled while the other is read), each bank of each
+    # block its own memory.
     cols_words = 1 << max((max(MT, K) // L - 1).bit_length(), 0)
-    bank_depth = 2 << max((max(K, N) * cols_words - 1).bit_length(), 1)
-    total += L * _brams(bank_depth, W)
+    block_depth = 1 << max((max(K, N) * cols_words - 1).bit_length(), 1)
+    total += 2 * L * _brams(block_depth, W)
+    # The ``A`` queue: ``A_QUEUE`` beats of ``lanes`` elements and ``last``.
+    total += _brams(A_QUEUE, L * W + 1)
     # The weights are written a bus word (``lanes`` elements) into an ``n_par``-element word:
     # byte enables.
-    for depth, width, shapes in ((K * N // p["n_par"], p["n_par"] * W, _BRAM_BYTE_SHAPES),
+    # Two weight sets (one loads while the other computes) in one memory.
+    for depth, width, shapes in ((2 * K * N // p["n_par"], p["n_par"] * W, _BRAM_BYTE_SHAPES),
                                  (2 * K // L, L * W, _BRAM_SHAPES)):
         if depth > _LUTRAM_DEPTH:
             total += _brams(depth, width, shapes)
