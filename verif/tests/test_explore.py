@@ -217,6 +217,10 @@ def stored_rows(path):
             "SELECT kind, design, tools, device, seed, status, result, stored FROM results")}
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_cancels_the_sweep_and_every_stored_row_is_whole(tmp_path):
     """Ctrl-C as a terminal sends it (SIGINT to the command's process group: the client and the
     LocalCluster's 2 workers) while ``spartan explore`` computes its cycle figures: exit 130
@@ -226,8 +230,10 @@ def test_ctrl_c_cancels_the_sweep_and_every_stored_row_is_whole(tmp_path):
     store = tmp_path / "s.sqlite"
     argv = [sys.executable, "-m", "spartan_rtl.cli", "explore", str(TRACE), "--device",
             "LFE5U-25F", "--synth", "0", "--workers", "2", "--store", str(store)]
+    # As a shell starts a foreground command: SIGINT at its default (a pytest-xdist worker,
+    # this test's parent under `make test`, ignores it, and an ignored SIGINT is inherited).
     first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+                             text=True, start_new_session=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 600
     while len(stored_rows(store)) < 3:
         assert first.poll() is None, f"explore ended uninterrupted: {first.stderr.read()}"
