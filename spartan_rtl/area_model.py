@@ -38,9 +38,6 @@ _BRAM_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 3
 _BRAM_BYTE_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 8), (1024, 16), (512, 32))
 #: Memories this shallow or shallower go to distributed RAM or flip-flops, not block RAM.
 _LUTRAM_DEPTH = 32
-#: The engine's ``A`` queue, in beats (hw/engine.py ``A_QUEUE``; the area model does not
-#: import the hardware).
-A_QUEUE = 512
 #: The density table's block RAMs (256 entries of 34 bits, read by the decision and by the
 #: register file: two read ports, two PDPW16KDs).
 _TABLE_BRAMS = 2
@@ -59,6 +56,7 @@ def memory_brams(p):
     builds), each packed in its best DP16KD shape. Checked
     against Yosys' netlists memory by memory (docs/explore.md); what it misses the fit's
     constant takes."""
+    from .hw.engine import A_QUEUE
     L, A, W, K, N, MT = (p[x] for x in ("lanes", "acc_width", "width", "k", "n", "acc_rows"))
     rows = MT * N // L
     total = _brams(rows, L * A) + _brams(rows - 2, L * A)

@@ -209,12 +209,18 @@ def test_a_second_run_returns_from_the_store(client, tmp_path):
 
 def stored_rows(path):
     """``{(kind, design, tools, device, seed): (status, result, stored)}`` of the SQLite store at
-    ``path``, read-only ({} before the file exists)."""
+    ``path``, read-only ({} before the file and its table exist: the command creates the file
+    first)."""
     if not path.exists():
         return {}
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
-        return {tuple(row[:5]): row[5:] for row in db.execute(
-            "SELECT kind, design, tools, device, seed, status, result, stored FROM results")}
+        try:
+            return {tuple(row[:5]): row[5:] for row in db.execute(
+                "SELECT kind, design, tools, device, seed, status, result, stored FROM results")}
+        except sqlite3.OperationalError as e:
+            if "no such table" not in str(e):
+                raise
+            return {}
 
 
 def _default_sigint():
@@ -604,10 +610,10 @@ def test_the_kept_area_model_rows_fit_within_their_stated_error():
     # The block RAMs counted from the memories' shapes are Yosys' own, build by build, but
     # for one: the 64 x 512-bit weight memory of lanes=16 n_par=64, which Yosys packs in 15
     # PDPW16KDs where the byte-enable shapes give 16 (at lanes=8, 16, as counted).
-    rows = json.loads(area_model.DEFAULT_PATH.read_text())["rows"]
-    off = [row["changed"] for row in rows if area_model.memory_brams(row["params"]) != row["bram"]]
-    assert all(abs(area_model.memory_brams(row["params"]) - row["bram"]) <= 1 for row in rows)
-    assert len(off) <= 1, off
+    off = [(row["changed"], area_model.memory_brams(row["params"]) - row["bram"])
+           for row in json.loads(area_model.DEFAULT_PATH.read_text())["rows"]]
+    off = [(changed, diff) for changed, diff in off if diff]
+    assert len(off) <= 1 and all(abs(diff) <= 1 for _, diff in off), off
 
 
 @pytest.mark.parametrize("flow, argv, names", [
