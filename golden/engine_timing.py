@@ -31,7 +31,8 @@ Cycles: the steps ``s`` (``B`` chunk, ``A`` tile, ``C`` tile) overlap. The GEMM 
                   :data:`READ_SLICE` (OP 0); OP 1 first writes the chunk into the
                   transposer (``k*n/lanes`` beats) and reads it out :data:`TRANSPOSE_TURN`
                   cycles after its last write; OP 2 first fills the transposer with step 0's
-                  ``Xᵀ`` block (``fill = k*acc_rows/lanes`` beats, whatever ``mv``).
+                  ``Xᵀ`` block (``fill = k*ceil(mv/lanes)`` beats: ``k`` rows of the tile's
+                  ``mv`` result rows' words).
     chunk s       the latest of: its weight set free, ``C`` tile ``s-2`` gone
                   (``c_last(s-2) + 1``); its place in the reader's R stream, which holds
                   every operand in step order at one beat a cycle: OP 0 after ``A`` tile
@@ -465,9 +466,10 @@ def _read_after_bursts(rows, words, t):
     return FIRST_AR + 2 * _first_bursts(rows, words, t) + 1 + t.read_latency + READ_SLICE
 
 
-def _xt_fill(t):
-    """OP 2: beats of a step's ``Xᵀ`` block into the transposer (whatever its valid rows)."""
-    return t.k * t.acc_rows // t.lanes
+def _xt_fill(mv, t):
+    """OP 2: beats of a step's ``Xᵀ`` block into the transposer: ``k`` rows of the words of
+    the tile's ``mv`` result rows (the transposer reads out only those columns)."""
+    return t.k * _cdiv(mv, t.lanes)
 
 
 def _b_span(op, t):
@@ -583,7 +585,7 @@ def _first_step_times(op, mvs, kvs, nvs, t):
                 _read_after_bursts(min(nvs[0], t.n), _cdiv(kvs[0], L), t))
     # OP 2 reads each step's Xᵀ block (into the transposer's free block) before its B chunk:
     # step 0 starts with it.
-    fill_end = start_read + _xt_fill(t) - 1
+    fill_end = start_read + _xt_fill(mvs[0], t) - 1
     return (max(fill_end + 1, _read_after_bursts(kvs[0], _cdiv(mvs[0], L), t)),
             fill_end + TRANSPOSE_TURN)
 
@@ -678,7 +680,6 @@ def _schedule(op, steps, t, b_first0, a_first0, a_in0):
     busy_until = -(1 << 40)
     writer_end = None
     prev = None                  # the step before: (rows, LS, A beats, A span)
-    fill = _xt_fill(t)
     w_end = b_first0 - TRANSPOSE_TURN if op == 1 else b_first0 - 1   # OP 1's Wᵀ, OP 2's Xᵀ
     w_ends = [w_end]
     freed_at = []                # OP 2: each tile's transposer block free again
@@ -702,7 +703,7 @@ def _schedule(op, steps, t, b_first0, a_first0, a_in0):
                     # The transposer's block of tile s-2 is free once its last beat's read
                     # is issued: at most three beats out of the banks and not taken.
                     start = max(start, freed_at[s - 2])
-                w_ends.append(start + fill - 1)
+                w_ends.append(start + _xt_fill(rows.rows, t) - 1)
                 bf = w_ends[-1] + 1
             else:
                 after_a = a_in + p_beats

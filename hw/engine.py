@@ -545,7 +545,7 @@ class SpartanEngine(wiring.Component):
         """The units' commands for the step ``walk`` is at: the B chunk's and the A tile's
         reads, the transposer's read-out, the accumulator's tile and the result rows' write."""
         p = self._p
-        L, K, N, MT, DW = p["lanes"], p["k"], p["n"], p["acc_rows"], p["data_width"]
+        L, K, N, DW = p["lanes"], p["k"], p["n"], p["data_width"]
         BW = DW // 8
         mv, kv, nv = walk.mv, walk.kv, walk.nv
 
@@ -567,10 +567,13 @@ class SpartanEngine(wiring.Component):
             Mux(op == OPS["dgrad"], N, K), Mux(op == OPS["dgrad"], nv, kv),
             Mux(op == OPS["dgrad"], K // L, N // L), Mux(op == OPS["dgrad"], kv, nv),
             Mux(op == OPS["dgrad"], DEST_T, DEST_B), 1)
+        # wgrad's Xᵀ block: ``k`` rows of only the tile's ``mv`` result rows' words. The
+        # transposer reads out ``mv`` columns, so beats past them would be zeros never read
+        # (a row group of 64 result rows paid 32 beats a row for 8).
         a_cmd = read_cmd(
             d["A_ADDR"] + off["a_mt"] + off["a_kc"], d["A_STRIDE"],
             Mux(op == OPS["wgrad"], K, mv), Mux(op == OPS["wgrad"], kv, mv),
-            Mux(op == OPS["wgrad"], MT // L, K // L), Mux(op == OPS["wgrad"], mv, kv),
+            Mux(op == OPS["wgrad"], valid_words(mv), K // L), Mux(op == OPS["wgrad"], mv, kv),
             Mux(op == OPS["wgrad"], DEST_T, DEST_A), 0)
         t_cmd = pack(transpose_cmd_layout(), cols=Mux(op == OPS["dgrad"], K, mv),
                      beats=Mux(op == OPS["dgrad"], N // L, K // L), dest=op == OPS["dgrad"])

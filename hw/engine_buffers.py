@@ -42,8 +42,9 @@ class Transposer(wiring.Component):
     bank (rotated by ``r``), and so does a column's (rotated by ``c``). One read port and one
     write port per bank: block RAM.
 
-    Why two blocks: wgrad writes the next ``Xᵀ`` block (``k*acc_rows/lanes`` beats, 2048 at
-    the defaults) while the GEMM computes with the current one; with one block that fill
+    Why two blocks: wgrad writes the next ``Xᵀ`` block (``k*ceil(mv/lanes)`` beats for a tile
+    of ``mv`` rows, 2048 at the defaults' full row group) while the GEMM computes with the
+    current one; with one block that fill
     stood between every two steps (13-15 % of a sparse training step's cycles).
 
     ``w_*``: the block reader's beats with their row and beat index; ``w_last`` fills the

@@ -156,7 +156,7 @@ def test_dense_step_costs():
     (256 rows x 64 passes): its B chunk (OP 1: Wᵀ out of the transposer, 682 cycles for 512
     beats; OP 2: after the next Xᵀ block's fill) loads into the second weight set while the
     tile before computes, and its rows follow that tile's without a gap. OP 2 starts with the
-    first Xᵀ block's fill (2048 beats)."""
+    first Xᵀ block's fill (2048 beats: k rows of a full row group's words)."""
     t = T_DEFAULT
     dense = (1 << 64) - 1
     rows = compute_bound_cycles([dense] * 512, t.gemm) - compute_bound_cycles([dense] * 256,
@@ -175,14 +175,18 @@ def test_dense_step_costs():
     assert one["start"] == et.FIRST_AR + t.read_latency + et.READ_SLICE + fill
     # 8 rows of 64 passes a step (Mo = 8, four inner chunks): each step's Xᵀ block fills the
     # transposer after the chunk before (the R stream's order), and its B chunk follows the
-    # fill: a tile of 8 rows is shorter than a fill, so every step waits for its fill.
+    # fill. The block is k rows of the tile's one word (64 beats, not the full row group's
+    # 2048), and the tile's 512 cycles are shorter than the fill and the chunk (576 beats):
+    # every step waits for its reads.
     short = _ones_layer(2, 256, 8, 64, t, per_step=True)
     steps = short["per_step"]
     assert short["steps"] == 4
-    assert (steps["b_first"][1:] - steps["b_last"][:-1] == fill + 1).all()
+    short_fill = 64 * 1
+    assert (steps["b_first"][1:] - steps["b_last"][:-1] == short_fill + 1).all()
     assert (steps["a_first"] == steps["b_last"] + 1).all()
     gemm_rows = compute_bound_cycles([dense] * 8, t.gemm)
-    assert short["a_wait"] > 3 * (fill - gemm_rows)
+    assert gemm_rows < short_fill + 512
+    assert short["a_wait"] >= 3 * (short_fill + 512 - gemm_rows)
 
 
 def test_short_forward_tiles_wait_for_their_chunk():
@@ -302,12 +306,14 @@ def test_cli_estimate_network_and_engine_params():
 
 #: ``(OP, M, K, N, density, MODE)``: every OP and mode, partial chunks everywhere, empty
 #: rows; at the defaults, two single-chunk row groups at low density (the results FIFO's
-#: waits) and a dense dgrad (the transposer's wait for the next Wᵀ chunk).
+#: waits), a dense dgrad (the transposer's wait for the next Wᵀ chunk) and a wgrad row group
+#: of 40 result rows (each Xᵀ block 5 words a row, its fill and chunk longer than the tile).
 RTL_LAYERS = {
     "small": (SMALL, [(0, 37, 21, 13, 0.5, 1), (0, 29, 40, 9, 0.2, 2), (1, 21, 19, 17, 0.7, 1),
                       (1, 33, 17, 20, 0.3, 2), (2, 18, 35, 10, 0.5, 1),
                       (2, 40, 19, 9, 0.1, 2)]),
-    "defaults": ({}, [(0, 300, 64, 64, 0.1, 2), (1, 70, 65, 20, 0.9, 1)]),
+    "defaults": ({}, [(0, 300, 64, 64, 0.1, 2), (1, 70, 65, 20, 0.9, 1),
+                      (2, 320, 40, 64, 0.1, 2)]),
     # The dense-only twin: its mask FIFO instead of the compactor, the GEMM's dense-only build;
     # MODE 2 runs dense too. Two column groups (n = 2 n_par): a row's results leave the GEMM a
     # group at a time. The engine testbench's twin build (test_engine.py), shared.
