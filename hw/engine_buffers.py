@@ -44,8 +44,8 @@ class Transposer(wiring.Component):
 
     Why two blocks: wgrad writes the next ``Xᵀ`` block (``k*ceil(mv/lanes)`` beats for a tile
     of ``mv`` rows, 2048 at the defaults' full row group) while the GEMM computes with the
-    current one; with one block that fill
-    stood between every two steps (13-15 % of a sparse training step's cycles).
+    current one; with one block that fill stood between every two steps (13-15 % of a sparse
+    training step's cycles).
 
     ``w_*``: the block reader's beats with their row and beat index; ``w_last`` fills the
     block being written and moves to the other (``w_ready`` is low while both are full).

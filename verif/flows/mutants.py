@@ -756,9 +756,11 @@ NOTES = {
         "never read; an entry is used only once its row is loaded, and loading writes it.",
     ("engine", "if (\\core.modes.w_port__en )", "if (1'h1)"):
         "equivalent in the engine: the `modes` FIFO (8 entries, one per tile in flight in "
-        "the stream core) holds at most one tile here, since each step's tile finishes before "
-        "the next step's B chunk loads; so it is never full and the always-on write only "
-        "touches the free entry at the write pointer, which its real write then sets.",
+        "the stream core) holds the decisions of the tiles that have begun and not left the "
+        "GEMM; the engine's GEMM holds at most two (tile s begins once chunk s is in, and "
+        "chunk s waits for tile s-2's last C beat: two weight sets), so it is never full and "
+        "the always-on write only touches the free entry at the write pointer, which its real "
+        "write then sets.",
     ("engine", "if (\\core.compactor.data_fifo.w_port__en )", "if (1'h1)"):
         "equivalent: the compactor takes a beat only while its data FIFO has room for every "
         "beat in flight (`room`, hw/compactor.py), so the FIFO's memory is never full and the "
@@ -871,7 +873,63 @@ NOTES = {
         "OR takes bits 31:0.",
     ("engine@live", "assign _2134_[32] = 1'h0;", "assign _2134_[32] = 1'h1;"):
         "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
-        "(`A_WORDS` when selected); the OR takes bits 31:0.",
+        "(a counter's term: `A_WORDS`, `LAYER_CYCLES` in the build with the `Xᵀ` blocks of "
+        "the tile's rows); the OR takes bits 31:0.",
+    # The engine with the Xᵀ blocks of the tile's rows only.
+    ("engine@live", "assign _2099_[31:16] = 16'h0000;", "assign _2099_[31:16] = 16'h1;"):
+        "equivalent: bits 31:16 of a wire of which the register read's OR takes bits 15:0 "
+        "(`TABLE_BASE`'s term, a 16-bit register).",
+    ("engine@live", "assign _2171_ = \\core.regs.read_window_hit  ? \\core.DENSITY_TABLE_data  "
+     ": 32'd0;", "assign _2171_ = \\core.regs.read_window_hit  ? \\core.DENSITY_TABLE_data  "
+     ": 32'h1;"):
+        "equivalent: the word the register file keeps for a read that missed the density "
+        "table's window (`window_word`) is never shown: `s_axil_rdata` selects it only when "
+        "`window_hit` is set, registered in the same cycle from the same `read_window_hit`.",
+    ("engine", "assign _2080_[32] = 1'h0;", "assign _2080_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
+        "OR takes bits 31:0.",
+    ("engine", "assign _2158_[32] = 1'h0;", "assign _2158_[32] = 1'h1;"):
+        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
+        "OR takes bits 31:0.",
+    ("engine", "_6209_ <= \\core.transpose_cmds.storage [1'h0];",
+     "_6209_ <= \\core.transpose_cmds.storage [1'h0] & 33'h17fffffff;"):
+        "equivalent: bit 31 of a queued transposer command is bit 15 of its `beats` (`cols`, "
+        "`beats`, `dest`: 16, 16 and 1 bits), a column's beats, `k/lanes` or `n/lanes`: at "
+        "most 256 for any parameters the engine accepts, so the bit is never set.",
+    ("engine", "\\core.threshold_mult_b  <= \\core.entry_elems_d1 ;",
+     "\\core.threshold_mult_b  <= \\core.entry_elems_d1  & 17'h1f7ff;"):
+        "bit 11 of a density-table entry's element count into `THRESHOLD x elems`: the "
+        "decision moves only for a tile whose count has the bit and whose density lies within "
+        "2048 elements' share below the threshold; the defaults' random layers made no such "
+        "tile. Killed by the new `decision_at_a_tie` (tb_engine.py): two tiles of `acc_rows - "
+        "1` rows (every bit of the count below the top one set), one exactly at `THRESHOLD` "
+        "and one a nonzero past it, each decided by its own entry.",
+    ("engine@twin", "assign _0916_ = \\core.reader.walker.to_boundary  < _0915_;",
+     "assign _0916_ = \\core.reader.walker.to_boundary  <= _0915_;"):
+        "equivalent: the reader's burst length is the smaller of the words to the 4 KB "
+        "boundary and `min(words_left, max_burst)`; where the two are equal, `<=` picks the "
+        "other arm of the same value.",
+    ("engine@twin", "assign _0577_ = \\core.regs.CTRL_START  ? 1'h0 : 1'hx;",
+     "assign _0577_ = \\core.regs.CTRL_START  ? 1'hx : 1'h0;"):
+        "not equivalent, a limit of the campaign's simulator: `STATUS.DONE`'s next value in "
+        "IDLE, where its enable is high only with `CTRL.START` (`_0051_`), so the arm taken is "
+        "START's, 0 (DONE cleared by the next START). The mutant moves Yosys's don't-care onto "
+        "that arm; Verilator gives a constant `x` the value 0, so DONE still clears and no "
+        "Verilator test can tell. A four-state simulator (Icarus; not run by the campaign) "
+        "would keep the `x`, and a synthesis tool may resolve it either way.",
+    ("engine@twin", "assign _1462_ = _1458_ ? _0274_[0] : _1461_;",
+     "assign _1462_ = _1458_ ? _1461_ : _0274_[0];"):
+        "not equivalent, a limit of the campaign's simulator: the writer's pending-block "
+        "FIFO's one-bit inner level. On a write alone the mutant takes `level - 1`, the same "
+        "bit as `level + 1`; on a read alone it takes Yosys's don't-care (`_1461_` is `x` "
+        "unless writing), where the level must fall from 1 to 0. Verilator gives the `x` the "
+        "value 0, the right one, so no Verilator test can tell; a four-state simulator or a "
+        "synthesis tool resolving it to 1 would leave the FIFO's level wrong.",
+    ("engine@live", "assign _2463_ = \\core.writer.walker.words_left  < 5'h10;",
+     "assign _2463_ = \\core.writer.walker.words_left  <= 5'h10;"):
+        "equivalent: the writer's burst length is `words_left < max_burst ? words_left : "
+        "max_burst`; at `words_left == max_burst` (16) both arms are 16, so `<=` picks the "
+        "same length.",
     ("engine@live", "assign _0282_[24:0] = \\core.monitor.acc_thr_elems  + "
      "{ \\core.monitor.beat_threshold_d2 , 3'h0 };",
      "assign _0282_[24:0] = \\core.monitor.acc_thr_elems  + "

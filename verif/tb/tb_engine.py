@@ -18,8 +18,10 @@ seen, and ``irq`` (never high with ``IRQ_EN`` 0, high while ``DONE`` and ``IRQ_E
 
 Tests: ``registers``, ``random_layers`` (args ``layers``, ``budget`` in cycles per layer,
 ``big``, ``edges``), ``numpy_layers``, ``row_patterns``, ``bad_descriptors``, ``table_end``
-(a tile one entry past the density table), ``decision_writes_during_layer`` (``THRESHOLD``,
-``TABLE_BASE`` and ``MODE`` written while tiles start), ``writes_held`` (the write channels
+(a tile one entry past the density table), ``decision_at_a_tie`` (two tiles at and one
+nonzero past ``THRESHOLD``), ``decision_writes_during_layer`` (``THRESHOLD``,
+``TABLE_BASE`` and ``MODE`` written while tiles start), ``wgrad_full_row_group`` (``Xᵀ``
+blocks of the longest rows), ``writes_held`` (the write channels
 held until the stall reaches the reader), ``start_while_busy``, ``memory_error``,
 ``reset_mid_layer``, ``irq``; ``listed_layers`` runs ``args["cases"]`` (``[OP, M, K, N,
 density, mode]``) to reproduce a failure. A wrong result leaves
@@ -1237,6 +1239,53 @@ async def table_end(dut):
         f"the model decided {tb.model.decisions}: the case is not what it tests"
 
 
+@cocotb.test()
+async def wgrad_full_row_group(dut):
+    """``OP`` 2 with a full row group of result rows and three inner chunks: each ``Xᵀ``
+    block is ``k`` rows of ``acc_rows/lanes`` words, the longest rows the reader reads (its
+    bursts of ``max_burst`` beats at the smaller configurations); the last inner chunk one
+    position, the second column chunk one column. Sparse, then dense."""
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    M, K, N = dims_of(2, p["acc_rows"], 2 * p["k"] + 1, p["n"] + 1)
+    a, b = tb.operands(2, M, K, N, density=0.3, empty_rows=0.0)
+    for mode in (2, 1):
+        await tb.run_layer(2, a, b, mode=mode)
+
+
+@cocotb.test(skip=not _built_sparse())   # the dense-only twin decides nothing
+async def decision_at_a_tie(dut):
+    """Two tiles of ``acc_rows - 1`` rows (every bit of their ``rows*k`` element count below
+    the top one set, at the defaults), the first with exactly ``THRESHOLD/256`` of its elements
+    nonzero and the second with one nonzero more, run twice in auto mode: the second run
+    decides each from its first run's entry, sparse at the tie (``nnz*256 <= THRESHOLD *
+    elems``) and dense one past it. An entry's element count, ``THRESHOLD`` or the nonzero
+    count off in any bit moves one of the two decisions; random layers land on such a tie
+    only by chance."""
+    if not _built_sparse():
+        return                               # named in the mutant subset: runs anyway
+    tb = EngineTB(dut)
+    await tb.start()
+    p = tb.p
+    rows, k, threshold = p["acc_rows"] - 1, p["k"], 0x80
+    elems = rows * k
+    tie = elems * threshold // 256
+    assert tie * 256 == elems * threshold, "the tile's element count has no exact tie"
+    a = np.zeros((rows, 2 * k), dtype=np.uint64)
+    for chunk, nnz in enumerate((tie, tie + 1)):
+        block = np.zeros(elems, dtype=np.uint64)
+        block[tb.np_rng.choice(elems, nnz, replace=False)] = tb.np_rng.integers(
+            1, 1 << p["width"], nnz, dtype=np.uint64)
+        a[:, chunk * k:(chunk + 1) * k] = block.reshape(rows, k)
+    b = tb.operand((2 * k, 1), 0.9)
+    await tb.ctrl(mode=0, clear=True, forget=True)
+    for _ in range(2):
+        await tb.run_layer(0, a, b, mode=0, threshold=threshold, table_base=0)
+    assert tb.model.decisions == [True, False], \
+        f"the model decided {tb.model.decisions}: the case is not what it tests"
+
+
 @cocotb.test(skip=not _built_sparse())   # the dense-only twin decides nothing
 async def decision_writes_during_layer(dut):
     """``THRESHOLD``, ``TABLE_BASE`` and ``CTRL.MODE`` (``START`` 0) written again and again
@@ -1548,7 +1597,8 @@ PROFILE = Profile(
     # START while busy is refused (its ERR_CODE). Run by name:
     # ``python -m verif.flows.mutants engine``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
-                   "decision_writes_during_layer", "writes_held", "counters_saturate",
+                   "decision_at_a_tie", "decision_writes_during_layer", "writes_held",
+                   "counters_saturate",
                    "memory_error", "start_while_busy"],
                   {"layers": 3, "big": True}),
     # Beyond the defaults: the dense-only twin (its own A front, the GEMM's dense-only build),
@@ -1556,6 +1606,12 @@ PROFILE = Profile(
     mutant_configs=(("twin", {"sparse": False}), ("live", {"n_par": 32, "acc_rows": 64})),
     fuzz_examples=2,
     coverage_waivers=(
+        Waiver(r"acc_cmds\.w_rdy  \? 4'h[0-9a-f] : 4'hx", None,
+               "the sequencer's wait on a full accumulator command queue (4 entries): it never "
+               "fills, since the sequencer is at most a step ahead of the reader (whose command "
+               "queue holds 2) and the reader at most a step ahead of the GEMM (docs/mutants.md, "
+               "the note on `acc_cmds.w_port__en`); the wait is there so that a change of those "
+               "depths cannot drop a command"),
         Waiver(r"\? 32'd4294967295 :", None,
                "32-bit statistics counter saturating at 2**32 - 1: over 4e9 events, beyond "
                "simulation"),
