@@ -713,6 +713,12 @@ _FIRST_RESET = ("equivalent: the reset value of {} in a scheduler slot's `first`
                 "after its mask is taken), before the row can be full and issue, and an empty "
                 "row never restores it.")
 
+#: The register read's OR of selected words is built of 33-bit wires whose bit 32 is tied to 0
+#: and never read: survivors that set it. (Their wire names change with every build, so each
+#: is keyed by its line, as read in that build's Verilog.)
+_READ_OR_TOP_BIT = ("equivalent: bit 32 of a 33-bit wire in the register read's OR of selected "
+                    "words{}; the OR takes bits 31:0.")
+
 #: What each survivor says (or which test was added to kill it), by (block, line before,
 #: line after), written by hand after reading the survivors of seed 1. A new survivor (or one
 #: whose Verilog moved) shows as "not yet explained".
@@ -856,8 +862,7 @@ NOTES = {
         "`acc.idle`), which comes after the block's last beat was read out: `quiet` is low "
         "either way.",
     ("engine", "assign _0315_[32] = 1'h0;", "assign _0315_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
-        "(`A_ADDR`'s term); the OR takes bits 31:0.",
+        _READ_OR_TOP_BIT.format(" (`A_ADDR`'s term)"),
     ("engine", "assign _0352_[1] = 1'h0;", "assign _0352_[1] = 1'h1;"):
         "equivalent: bit 1 of a 2-bit wire of which only bit 0 is read.",
     ("engine@live", "assign \\core.monitor.stats_room  = \\core.monitor.waiting  < 2'h2;",
@@ -869,12 +874,10 @@ NOTES = {
         "most one record is ever outstanding and the room was never short. The monitor's own "
         "campaign (one-beat tiles, a stalled stats stream) kills it.",
     ("engine@live", "assign _2099_[32] = 1'h0;", "assign _2099_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
-        "OR takes bits 31:0.",
+        _READ_OR_TOP_BIT.format(""),
     ("engine@live", "assign _2134_[32] = 1'h0;", "assign _2134_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words "
-        "(a counter's term: `A_WORDS`, `LAYER_CYCLES` in the build with the `Xᵀ` blocks of "
-        "the tile's rows); the OR takes bits 31:0.",
+        _READ_OR_TOP_BIT.format(" (a counter's term: `A_WORDS`, `LAYER_CYCLES` in the build "
+                                "with the `Xᵀ` blocks of the tile's rows)"),
     # The engine with the Xᵀ blocks of the tile's rows only.
     ("engine@live", "assign _2099_[31:16] = 16'h0000;", "assign _2099_[31:16] = 16'h1;"):
         "equivalent: bits 31:16 of a wire of which the register read's OR takes bits 15:0 "
@@ -886,11 +889,9 @@ NOTES = {
         "table's window (`window_word`) is never shown: `s_axil_rdata` selects it only when "
         "`window_hit` is set, registered in the same cycle from the same `read_window_hit`.",
     ("engine", "assign _2080_[32] = 1'h0;", "assign _2080_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
-        "OR takes bits 31:0.",
+        _READ_OR_TOP_BIT.format(""),
     ("engine", "assign _2158_[32] = 1'h0;", "assign _2158_[32] = 1'h1;"):
-        "equivalent: bit 32 of a 33-bit wire in the register read's OR of selected words; the "
-        "OR takes bits 31:0.",
+        _READ_OR_TOP_BIT.format(""),
     ("engine", "_6209_ <= \\core.transpose_cmds.storage [1'h0];",
      "_6209_ <= \\core.transpose_cmds.storage [1'h0] & 33'h17fffffff;"):
         "equivalent: bit 31 of a queued transposer command is bit 15 of its `beats` (`cols`, "

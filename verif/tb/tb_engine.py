@@ -1598,8 +1598,7 @@ PROFILE = Profile(
     # ``python -m verif.flows.mutants engine``.
     mutant_tests=(["registers", "random_layers", "row_patterns", "bad_descriptors", "table_end",
                    "decision_at_a_tie", "decision_writes_during_layer", "writes_held",
-                   "counters_saturate",
-                   "memory_error", "start_while_busy"],
+                   "counters_saturate", "memory_error", "start_while_busy"],
                   {"layers": 3, "big": True}),
     # Beyond the defaults: the dense-only twin (its own A front, the GEMM's dense-only build),
     # and two column groups with row groups of 64 (several of each in the random layers).

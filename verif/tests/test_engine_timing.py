@@ -181,7 +181,7 @@ def test_dense_step_costs():
     short = _ones_layer(2, 256, 8, 64, t, per_step=True)
     steps = short["per_step"]
     assert short["steps"] == 4
-    short_fill = 64 * 1
+    short_fill = 64 * (8 // 8)         # k rows of ceil(mv/lanes) words
     assert (steps["b_first"][1:] - steps["b_last"][:-1] == short_fill + 1).all()
     assert (steps["a_first"] == steps["b_last"] + 1).all()
     gemm_rows = compute_bound_cycles([dense] * 8, t.gemm)
